@@ -1,0 +1,212 @@
+"""The BART random variable: a PyTensor ``RandomVariable`` registered with PyMC.
+
+``pmt.BART("mu", X, Y, m=200)`` is a vector of length ``n`` (one value per row of X): the sum of
+``m`` regression trees. Its log density inside the model is constant (zero): the trees and their
+prior are handled by the tree step methods, which see the rest of the model through the
+likelihood. Prior predictive draws sample fresh trees from the tree prior.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.distribution import Distribution
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.sharedvar import TensorSharedVariable
+from pytensor.tensor.variable import TensorConstant
+
+from .binning import bin_columns, numeric_array
+from .prior import sample_prior_tree
+
+__all__ = ["BART", "BARTRV", "bart_spec"]
+
+
+class BARTRV(RandomVariable):
+    """PyTensor Op of a BART sum-of-trees vector. Priors live in the Op's properties."""
+
+    name = "bart"
+    signature = "(n,p),(n)->(n)"
+    dtype = "floatX"
+    _print_name = ("BART", "\\operatorname{BART}")
+    __props__ = (*RandomVariable.__props__, "m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins")
+
+    def __init__(self, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256, **kwargs):
+        self.m = int(m)
+        self.alpha = float(alpha)
+        self.beta = float(beta)
+        self.mu0 = float(mu0)
+        self.sigma_mu = float(sigma_mu)
+        self.split_prior = None if split_prior is None else tuple(float(x) for x in split_prior)
+        self.max_bins = int(max_bins)
+        super().__init__(**kwargs)
+
+    def split_weights(self, p: int) -> np.ndarray:
+        return np.ones(p) if self.split_prior is None else np.asarray(self.split_prior, dtype=float)
+
+    def rng_fn(self, rng, X, Y, size):
+        """Draw the sum of ``m`` trees from the prior (structure and leaves) at the rows of X."""
+        if size is not None and tuple(size) not in ((), (X.shape[0],)):
+            raise ValueError("BART does not support batched draws (size/shape beyond (n,))")
+        codes = bin_columns(np.asarray(X, dtype=float), self.max_bins).codes
+        wsplit = self.split_weights(codes.shape[0])
+        out = np.zeros(X.shape[0])
+        for _ in range(self.m):
+            leaf = sample_prior_tree(codes, wsplit, self.alpha, self.beta, rng)
+            values = rng.normal(self.mu0, self.sigma_mu, size=leaf.max() + 1)
+            out += values[leaf]
+        return out
+
+
+def _as_array(x, what: str) -> np.ndarray:
+    """Numeric value of X or Y given as ndarray, pandas object, pm.Data or a constant tensor."""
+    if isinstance(x, TensorSharedVariable):
+        x = x.get_value()
+    elif isinstance(x, TensorConstant):
+        x = x.data
+    elif isinstance(x, pt.TensorVariable):
+        raise TypeError(f"{what} must be data (ndarray, DataFrame or pm.Data), not a symbolic tensor")
+    return numeric_array(x, what)
+
+
+def bart_spec(
+    X, Y, m=200, alpha=0.95, beta=2.0, k=2.0, mu0=None, sigma_mu=None, split_prior=None, max_bins=256
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Check BART inputs and resolve the prior defaults; returns ``(X, Y, op_kwargs)``.
+
+    Defaults (Chipman et al. 2010, on the scale of Y): ``mu0 = mean(Y)/m``,
+    ``sigma_mu = (max(Y) - min(Y)) / (2 k sqrt(m))``.
+
+    >>> X, Y, kw = bart_spec(np.arange(6.0)[:, None], np.arange(6.0), m=4)
+    >>> kw["mu0"], kw["sigma_mu"]
+    (0.625, 0.625)
+    """
+    Xa = _as_array(X, "X")
+    Ya = _as_array(Y, "Y")
+    if Xa.ndim == 1:
+        Xa = Xa[:, None]
+    if Xa.ndim != 2:
+        raise ValueError(f"X must be a 2-D matrix (rows x covariates), got {Xa.ndim} dimensions")
+    if Ya.ndim != 1:
+        raise ValueError(f"Y must be a vector, got shape {Ya.shape}")
+    if Xa.shape[0] != Ya.shape[0]:
+        raise ValueError(f"X has {Xa.shape[0]} rows but Y has {Ya.shape[0]}: they must match")
+    if Xa.shape[0] < 1 or Xa.shape[1] < 1:
+        raise ValueError(f"X must have at least one row and one column, got shape {Xa.shape}")
+    if np.isnan(Xa).any():
+        raise ValueError("X contains NaN: missing values are not supported yet; impute or drop those rows")
+    if not np.isfinite(Xa).all():
+        raise ValueError("X contains inf: every covariate value must be finite")
+    if not np.isfinite(Ya).all():
+        raise ValueError("Y contains NaN or inf: every response value must be finite")
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+        raise ValueError(f"m (number of trees) must be an integer >= 1, got {m!r}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    if not beta >= 0.0:
+        raise ValueError(f"beta must be >= 0, got {beta}")
+    if not k > 0.0:
+        raise ValueError(f"k must be > 0, got {k}")
+    if isinstance(max_bins, bool) or not isinstance(max_bins, (int, np.integer)) or not 2 <= max_bins <= 65536:
+        raise ValueError(f"max_bins must be an integer between 2 and 65536, got {max_bins!r}")
+    p = Xa.shape[1]
+    if split_prior is not None:
+        sp = np.asarray(split_prior, dtype=float)
+        if sp.shape != (p,):
+            raise ValueError(f"split_prior must have one weight per column of X ({p}), got shape {sp.shape}")
+        if not np.isfinite(sp).all() or (sp < 0).any():
+            raise ValueError("split_prior weights must be finite and >= 0")
+        if sp.sum() <= 0:
+            raise ValueError("split_prior must give at least one column a positive weight")
+        split_prior = tuple(sp.tolist())
+    if mu0 is None:
+        mu0 = float(Ya.mean()) / m
+    if sigma_mu is None:
+        spread = float(Ya.max() - Ya.min())
+        sigma_mu = spread / (2.0 * k * np.sqrt(m)) if spread > 0 else 1.0 / np.sqrt(m)
+    if not np.isfinite(mu0):
+        raise ValueError(f"mu0 must be finite, got {mu0}")
+    if not (np.isfinite(sigma_mu) and sigma_mu > 0):
+        raise ValueError(f"sigma_mu must be finite and > 0, got {sigma_mu}")
+    kw = dict(
+        m=int(m),
+        alpha=float(alpha),
+        beta=float(beta),
+        mu0=float(mu0),
+        sigma_mu=float(sigma_mu),
+        split_prior=split_prior,
+        max_bins=int(max_bins),
+    )
+    return Xa, Ya, kw
+
+
+class BART(Distribution):
+    r"""Bayesian additive regression trees: ``mu = sum_j g_j(X)``, a vector of length ``len(Y)``.
+
+    Parameters
+    ----------
+    X : (n, p) ndarray, DataFrame or pm.Data
+        Covariates (numeric; no NaN or inf).
+    Y : (n,) array
+        Response, used only for the prior defaults of the leaves.
+    m : int, default 200
+        Number of trees.
+    alpha, beta : float
+        Tree prior: a node at depth d with a valid cut splits w.p. ``alpha (1 + d)^-beta``.
+    k : float, default 2
+        Leaf prior scale: ``sigma_mu = (max Y - min Y) / (2 k sqrt(m))``.
+    mu0, sigma_mu : float, optional
+        Leaf prior mean and sd; override the defaults above.
+    split_prior : (p,) array, optional
+        Non-negative weights of the covariates when choosing split variables.
+    max_bins : int, default 256
+        Columns with more distinct values are cut at quantiles into this many bins.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_treesamplers as pmt
+    >>> X = np.random.default_rng(0).uniform(size=(50, 2)); y = X[:, 0] > 0.5
+    >>> with pm.Model():
+    ...     mu = pmt.BART("mu", X, y.astype(float), m=10)
+    ...     _ = pm.Normal("y", mu, 0.3, observed=y.astype(float))
+    """
+
+    rv_type = BARTRV
+    rv_op = BARTRV()
+
+    def __new__(
+        cls,
+        name,
+        X,
+        Y,
+        m=200,
+        alpha=0.95,
+        beta=2.0,
+        k=2.0,
+        mu0=None,
+        sigma_mu=None,
+        split_prior=None,
+        max_bins=256,
+        **kwargs,
+    ):
+        Xa, _, op_kw = bart_spec(X, Y, m, alpha, beta, k, mu0, sigma_mu, split_prior, max_bins)
+        X_in = X if isinstance(X, TensorSharedVariable) else Xa
+        return super().__new__(cls, name, X_in, np.asarray(_as_array(Y, "Y")), op_kwargs=op_kw, **kwargs)
+
+    @classmethod
+    def dist(cls, X, Y, op_kwargs=None, shape=None, size=None, **kwargs):
+        if op_kwargs is None:
+            Xa, _, op_kwargs = bart_spec(X, Y)
+        if kwargs:
+            raise TypeError(f"BART got unexpected keyword arguments {sorted(kwargs)}")
+        n = int(np.shape(Y)[0])
+        for what, val in (("shape", shape), ("size", size)):
+            if val is not None and tuple(np.atleast_1d(val)) != (n,):
+                raise ValueError(f"BART {what} must be ({n},), one value per row of X; got {val}")
+        op = BARTRV(**op_kwargs)
+        return op(pt.as_tensor_variable(X), pt.as_tensor_variable(np.asarray(Y, dtype=float)))
+
+    def logp(value, X, Y):
+        return pt.zeros_like(value)
+
+    def support_point(rv, size, X, Y):
+        return pt.zeros_like(rv) + pt.mean(Y)

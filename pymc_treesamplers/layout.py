@@ -1,0 +1,22 @@
+"""Column indices of the per-tree node arrays shared by every kernel.
+
+A forest is held in plain arrays so numba kernels can work on it without Python objects:
+
+* ``ints[j, k, :]`` (int32) for node ``k`` of tree ``j``: split variable (``-1`` for a leaf),
+  cut code, left child, right child, parent, depth, and the half-open range
+  ``[start, end)`` of the node's rows in ``perm[j]``.
+* ``floats[j, k, :]`` (float64): leaf value, log of the summed split weights of the variables
+  with a valid cut in the node (``-inf`` when the node cannot split), and the log prior
+  probability of the node's split rule given the node (internal nodes only).
+* ``perm[j]`` orders the training rows so that every node owns a contiguous range; a node's
+  range contains its descendants' ranges. Moves therefore touch only the rows of the nodes
+  they change.
+* ``n_nodes[j]``: nodes ``0 .. n_nodes[j]-1`` are in use; node 0 is the root. Node slots are
+  kept compact (a pruned slot is refilled by the last node), so no free list is needed.
+"""
+
+VAR, CUT, LEFT, RIGHT, PARENT, DEPTH, START, END = range(8)
+N_INT_FIELDS = 8
+
+VALUE, LWAVAIL, RULELP = range(3)
+N_FLOAT_FIELDS = 3

@@ -1,0 +1,1 @@
+"""PyMC step methods for BART variables (thin adapters around the numba kernels)."""
