@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from pymc.distributions.distribution import Distribution
+from pymc.distributions.distribution import Distribution, _call_rv_op
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
@@ -139,6 +139,14 @@ def bart_spec(
     return Xa, Ya, kw
 
 
+def _static_int(x) -> int | None:
+    """The value of a shape entry when it is known without running the graph (dims may not be)."""
+    try:
+        return int(pt.get_underlying_scalar_constant_value(x))
+    except Exception:  # symbolic length: checked by PyMC when the model is evaluated
+        return None
+
+
 class BART(Distribution):
     r"""Bayesian additive regression trees: ``mu = sum_j g_j(X)``, a vector of length ``len(Y)``.
 
@@ -199,11 +207,16 @@ class BART(Distribution):
         if kwargs:
             raise TypeError(f"BART got unexpected keyword arguments {sorted(kwargs)}")
         n = int(np.shape(Y)[0])
-        for what, val in (("shape", shape), ("size", size)):
-            if val is not None and tuple(np.atleast_1d(val)) != (n,):
-                raise ValueError(f"BART {what} must be ({n},), one value per row of X; got {val}")
+        if size is not None and tuple(np.atleast_1d(size)) not in ((), (n,)):
+            raise ValueError(f"BART size must be ({n},), one value per row of X; got {size}")
+        if shape is not None:
+            shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+            static = [_static_int(s) for s in shape]
+            if len(shape) != 1 or (static[0] is not None and static[0] != n):
+                raise ValueError(f"BART shape must be ({n},), one value per row of X; got {shape}")
         op = BARTRV(**op_kwargs)
-        return op(pt.as_tensor_variable(X), pt.as_tensor_variable(np.asarray(Y, dtype=float)))
+        _, rv = _call_rv_op(op, pt.as_tensor_variable(X), pt.as_tensor_variable(np.asarray(Y, dtype=float)))
+        return rv
 
     def logp(value, X, Y):
         return pt.zeros_like(value)

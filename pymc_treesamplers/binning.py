@@ -43,7 +43,9 @@ def numeric_array(x, what: str) -> np.ndarray:
     dtype('float64')
     """
     if hasattr(x, "dtypes") and hasattr(x, "to_numpy"):  # a DataFrame: name the offending columns
-        bad = [str(c) for c, dt in x.dtypes.items() if not (np.issubdtype(dt, np.number) or np.issubdtype(dt, bool))]
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        bad = [str(c) for c, dt in x.dtypes.items() if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
         if bad:
             raise TypeError(f"{what} has non-numeric columns {bad}; encode them as numbers first")
     if hasattr(x, "to_numpy"):

@@ -67,7 +67,7 @@ class BaseTreeStep(ArrayStepShared):
         with np.errstate(divide="ignore"):
             self.logw = np.log(wsplit)
         self.prm = np.array([op.alpha, op.beta, op.mu0, op.sigma_mu**2])
-        shared = pm.make_shared_replacements(initial_point, [value_var], model)
+        shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
         self.working = GaussianWorkingModel(model, rv, value_var, shared, initial_point, compile_kwargs)
         self.stats_dtypes_shapes = {
             "tree_depth": (np.float64, []),

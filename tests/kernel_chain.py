@@ -1,0 +1,50 @@
+"""Run the package's own sweep kernel for one tree over many iterations, inside numba.
+
+Used by the exactness tests so that 10^6 sweeps on tiny data take about a second. It calls the
+same ``sweep`` the step methods call; only the outer loop (and fixed pseudo-data) is test code.
+"""
+
+import numba
+import numpy as np
+from exact import partition_key
+
+from pymc_treesamplers.forest import Forest, forest_sum, init_root_availability
+from pymc_treesamplers.kernels.sweep import KIND_MH, sweep
+from pymc_treesamplers.layout import END, LEFT, START
+
+
+@numba.njit(cache=True)
+def _chain(rng, n_draws, thin, kind, probs, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, r, w, labels):
+    n = r.shape[0]
+    f = np.empty(n)
+    moves = np.zeros(ints.shape[0], dtype=np.int64)
+    accepted = np.zeros(ints.shape[0], dtype=np.bool_)
+    for d in range(n_draws):
+        for _ in range(thin):
+            forest_sum(ints, floats, perm, n_nodes, f)
+            resid = r - f
+            if sweep(rng, 0, kind, probs, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
+                     moves, accepted) >= 0:
+                raise RuntimeError("node capacity exceeded")
+        for k in range(n_nodes[0]):
+            if ints[0, k, LEFT] < 0:
+                for t in range(ints[0, k, START], ints[0, k, END]):
+                    labels[d, perm[0, t]] = k
+
+
+def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0,
+                    split_weights=None, kind=KIND_MH):
+    """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a one-tree chain."""
+    codes = np.ascontiguousarray(np.asarray(codes_np).T.astype(np.uint16))
+    p, n = codes.shape
+    wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float)
+    with np.errstate(divide="ignore"):
+        logw = np.log(wsplit)
+    forest = Forest.empty(1, n, mu0, cap=4 * n)
+    init_root_availability(codes, wsplit, forest.floats, forest.perm)
+    prm = np.array([alpha, beta, mu0, sigma_mu**2])
+    labels = np.empty((n_draws, n), dtype=np.int64)
+    _chain(np.random.default_rng(seed), n_draws, thin, kind, np.asarray(probs, dtype=float), codes, wsplit, logw,
+           prm, forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float), np.asarray(w, float),
+           labels)
+    return [partition_key(row) for row in labels]

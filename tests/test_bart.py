@@ -1,0 +1,85 @@
+"""The BART random variable: inputs, defaults, errors, model integration."""
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytest
+
+import pymc_treesamplers as pmt
+from pymc_treesamplers.bart import bart_spec
+from pymc_treesamplers.binning import bin_columns
+
+X = np.random.default_rng(0).uniform(size=(40, 3))
+Y = X[:, 0] * 4 + 1
+
+
+def test_chipman_defaults_and_overrides():
+    _, _, kw = bart_spec(X, Y, m=50, k=2.0)
+    assert kw["mu0"] == pytest.approx(Y.mean() / 50)
+    assert kw["sigma_mu"] == pytest.approx((Y.max() - Y.min()) / (2 * 2.0 * np.sqrt(50)))
+    _, _, kw = bart_spec(X, Y, mu0=0.0, sigma_mu=0.3)
+    assert (kw["mu0"], kw["sigma_mu"]) == (0.0, 0.3)
+
+
+def test_model_logp_finite_and_support_point():
+    with pm.Model(coords={"obs": np.arange(40)}) as model:
+        mu = pmt.BART("mu", pd.DataFrame(X, columns=list("abc")), Y, m=5, dims="obs")
+        pm.Normal("y", mu, 1.0, observed=Y, dims="obs")
+    ip = model.initial_point()
+    np.testing.assert_allclose(ip["mu"], Y.mean())
+    assert np.isfinite(model.compile_logp()(ip))
+    assert pm.draw(mu, random_seed=1).shape == (40,)
+
+
+def test_pm_data_covariates():
+    with pm.Model():
+        Xd = pm.Data("X", X)
+        mu = pmt.BART("mu", Xd, Y, m=4)
+        pm.Normal("y", mu, 1.0, observed=Y)
+        idata = pm.sample(tune=5, draws=5, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+    assert idata.posterior["mu"].shape == (1, 5, 40)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(Y=np.r_[Y[:-1], np.nan]), ValueError, "Y contains NaN or inf"),
+        (dict(X=np.r_[X[:-1], [[np.inf, 0, 0]]]), ValueError, "X contains inf"),
+        (dict(X=np.r_[X[:-1], [[np.nan, 0, 0]]]), ValueError, "X contains NaN"),
+        (dict(X=X[:30]), ValueError, "rows"),
+        (dict(m=0), ValueError, "m \\(number of trees\\)"),
+        (dict(m=2.5), ValueError, "m \\(number of trees\\)"),
+        (dict(alpha=1.0), ValueError, "alpha"),
+        (dict(alpha=0.0), ValueError, "alpha"),
+        (dict(beta=-1.0), ValueError, "beta"),
+        (dict(split_prior=[1.0, 1.0]), ValueError, "split_prior"),
+        (dict(split_prior=[1.0, -1.0, 1.0]), ValueError, "split_prior"),
+        (dict(X=pd.DataFrame({"a": ["x"] * 40, "b": np.ones(40)})), TypeError, "non-numeric columns \\['a'\\]"),
+        (dict(sigma_mu=0.0), ValueError, "sigma_mu"),
+        (dict(max_bins=1), ValueError, "max_bins"),
+    ],
+)
+def test_bad_input_is_refused(kwargs, error, match):
+    args = dict(X=X, Y=Y) | kwargs
+    with pm.Model() as model:
+        with pytest.raises(error, match=match):
+            pmt.BART("mu", **args)
+    assert "mu" not in model.named_vars  # nothing half-registered
+
+
+def test_shape_must_match_rows():
+    with pm.Model():
+        with pytest.raises(ValueError, match="shape"):
+            pmt.BART("mu", X, Y, shape=(3, 40))
+
+
+def test_binning_codes_and_thresholds_agree():
+    rng = np.random.default_rng(1)
+    Z = np.column_stack([rng.integers(0, 5, 500), rng.normal(size=500)])
+    b = bin_columns(Z, max_bins=16)
+    assert b.codes[0].max() == 4 and b.codes[1].max() <= 15
+    for v in range(2):
+        thr = b.thresholds[v]
+        for c in range(len(thr)):
+            np.testing.assert_array_equal(b.codes[v] <= c, Z[:, v] <= thr[c])
