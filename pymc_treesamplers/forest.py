@@ -237,18 +237,8 @@ def forest_sum(ints, floats, perm, n_nodes, out):
     The same order as prediction on new data, so both give bitwise-identical results.
     """
     out[:] = 0.0
-    n = out.shape[0]
-    leafval = np.empty(n)
     for j in range(ints.shape[0]):
-        ti = ints[j]
-        pj = perm[j]
-        for k in range(n_nodes[j]):
-            if ti[k, LEFT] < 0:
-                val = floats[j, k, VALUE]
-                for t in range(ti[k, START], ti[k, END]):
-                    leafval[pj[t]] = val
-        for i in range(n):
-            out[i] += leafval[i]
+        add_tree(ints[j], floats[j], perm[j], n_nodes[j : j + 1], out, 1.0)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -1,0 +1,37 @@
+# Quick start: `make demo` and `make test` each set everything up on a fresh machine.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: demo test lint bench bench-quick clean
+
+$(STAMP): pyproject.toml
+	@set -e; if [ ! -x $(PY) ]; then \
+		BOOT=$$(scripts/find_python.sh); echo "creating $(VENV) with $$BOOT"; \
+		"$$BOOT" -m venv $(VENV); fi
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	rm -f $(VENV)/.installed-*; touch $@
+
+demo: $(STAMP)
+	$(PY) -m pymc_treesamplers.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check pymc_treesamplers tests benchmarks
+
+$(VENV)/.bench-installed: $(STAMP)
+	$(PY) -m pip install -q -e ".[test,bench]"
+	touch $@
+
+bench: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.friedman --out docs/benchmarks.md
+
+bench-quick: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.friedman --quick --out docs/benchmarks-quick.md
+
+clean:
+	rm -rf $(VENV) demo_output .pytest_cache
