@@ -25,12 +25,7 @@ import numpy as np
 
 def friedman1_f(X: np.ndarray) -> np.ndarray:
     """Noise-free Friedman #1 mean function (only the first 5 columns matter)."""
-    return (
-        10.0 * np.sin(np.pi * X[:, 0] * X[:, 1])
-        + 20.0 * (X[:, 2] - 0.5) ** 2
-        + 10.0 * X[:, 3]
-        + 5.0 * X[:, 4]
-    )
+    return 10.0 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20.0 * (X[:, 2] - 0.5) ** 2 + 10.0 * X[:, 3] + 5.0 * X[:, 4]
 
 
 def friedman1_data(n: int, seed: int, n_test: int = 1000, p: int = 10, noise_sd: float = 1.0):
@@ -65,6 +60,13 @@ def bulk_ess(draws: np.ndarray) -> np.ndarray:
     return np.asarray(array_stats.ess(np.asarray(draws, dtype=float), chain_axis=0, draw_axis=1, method="bulk"))
 
 
+def rank_rhat(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalised split R-hat (arviz_stats array interface), same layout as :func:`bulk_ess`."""
+    from arviz_stats.base import array_stats
+
+    return np.asarray(array_stats.rhat(np.asarray(draws, dtype=float), chain_axis=0, draw_axis=1, method="rank"))
+
+
 def fit_metrics(
     sigma_draws: np.ndarray,
     f_test_draws: np.ndarray,
@@ -91,6 +93,12 @@ def fit_metrics(
         "ess_bulk_sigma": ess_sigma,
         "ess_bulk_f_min": float(np.min(ess_f)),
         "ess_bulk_f_median": float(np.median(ess_f)),
+        "rhat_sigma": float(rank_rhat(sigma_draws)),
+        "rhat_f_max": float(np.max(rank_rhat(f_test_draws[:, :, ess_idx]))),
+        # correlation of the chains' sigma traces: ~0 for independent chains
+        "sigma_chain_corr": (
+            float(np.corrcoef(sigma_draws[0], sigma_draws[1])[0, 1]) if sigma_draws.shape[0] >= 2 else None
+        ),
         "ess_per_s_sigma": ess_sigma / wall_s,
         "min_ess_per_s_f": float(np.min(ess_f)) / wall_s,
         "_post_mean_f": post_mean_f,
@@ -162,8 +170,27 @@ def machine_info() -> dict:
     }
 
 
+def git_state(repo: Path) -> str | None:
+    """Short HEAD commit of ``repo`` (+ '-dirty' if the package or benchmarks have local changes), or None."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--", "pymc_treesamplers", "benchmarks"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # --------------------------------------------------------------------------- child runner
@@ -208,6 +235,8 @@ def run_child(cmd: list[str], log_path: Path, timeout_s: float, poll_s: float = 
     import psutil
 
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    busy0 = _busy_cpu_s()
+    load_max = 0.0
     t0 = time.perf_counter()
     with open(log_path, "w") as log:
         child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd)
@@ -216,7 +245,8 @@ def run_child(cmd: list[str], log_path: Path, timeout_s: float, poll_s: float = 
         timed_out = False
         while child.poll() is None:
             mem = _tree_memory(proc)
-            peak = [max(a, b) for a, b in zip(peak, mem)]
+            peak = [max(a, b) for a, b in zip(peak, mem, strict=True)]
+            load_max = max(load_max, os.getloadavg()[0])
             if time.perf_counter() - t0 > timeout_s:
                 timed_out = True
                 try:
@@ -230,15 +260,38 @@ def run_child(cmd: list[str], log_path: Path, timeout_s: float, poll_s: float = 
                 break
             time.sleep(poll_s)
         rc = child.wait()
+    elapsed = time.perf_counter() - t0
     mb = 2**20
     return {
         "returncode": rc,
-        "elapsed_s": time.perf_counter() - t0,
+        "elapsed_s": elapsed,
+        # CPU seconds used by the whole machine while the child ran (all processes,
+        # ours included); the caller subtracts the child's own CPU time to detect
+        # contention from other jobs.
+        "machine_busy_cpu_s": _busy_cpu_s() - busy0,
+        "loadavg1_max": load_max,
         "timed_out": timed_out,
         "peak_rss_sum_mb": peak[0] / mb,
         "peak_pss_sum_mb": peak[1] / mb,
         "peak_rss_proc_mb": peak[2] / mb,
     }
+
+
+def _busy_cpu_s() -> float:
+    """Non-idle CPU seconds of the whole machine since boot (all cores)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return float(sum(getattr(t, f) for f in t._fields if f not in ("idle", "iowait", "guest", "guest_nice")))
+
+
+def own_cpu_s() -> float:
+    """user + sys CPU seconds of this process and its waited-for children."""
+    import resource
+
+    a = resource.getrusage(resource.RUSAGE_SELF)
+    b = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
 def tail(path: Path, n: int = 25) -> str:

@@ -34,8 +34,10 @@ from benchmarks.common import (
     fit_metrics,
     fmt,
     friedman1_data,
+    git_state,
     machine_info,
     md_table,
+    own_cpu_s,
     package_versions,
     run_child,
     tail,
@@ -55,6 +57,7 @@ LABELS = {
     "stochtree": "stochtree (GP MCMC)",
 }
 
+CONTENTION_WARN_CORES = 0.25
 N_TEST = 1000
 N_ESS = 25
 DEFAULT_SEED = 1234
@@ -125,7 +128,9 @@ def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test):
     if sorted(chain_of) != list(range(C)) or max(match_err) > 1e-6 * max(1.0, np.abs(post_mu).max()):
         raise RuntimeError(f"could not match pymc-bart tree histories to chains: {chain_of}, errors {match_err}")
     Xt = np.ascontiguousarray(X_test, dtype=np.float64)
-    f = np.stack([np.asarray(samplers[chain_of[c]].sample_posterior(Xt, list(range(D)), None))[:, 0, :] for c in range(C)])
+    f = np.stack(
+        [np.asarray(samplers[chain_of[c]].sample_posterior(Xt, list(range(D)), None))[:, 0, :] for c in range(C)]
+    )
     info = {"history_order_for_chains": [chain_of[c] for c in range(C)], "chain_match_max_abs_err": max(match_err)}
     return f, info
 
@@ -246,7 +251,11 @@ def worker_main(spec_json: str) -> int:
     result = {"spec": {k: v for k, v in spec.items() if not k.startswith("out_")}}
     try:
         X, y, _, X_test, f_test_true = friedman1_data(spec["n"], spec["seed"], n_test=N_TEST)
-        result["data_check"] = {"y_mean": float(y.mean()), "y_sd": float(y.std()), "f_test_sd": float(f_test_true.std())}
+        result["data_check"] = {
+            "y_mean": float(y.mean()),
+            "y_sd": float(y.std()),
+            "f_test_sd": float(f_test_true.std()),
+        }
         if spec["sampler"] == "stochtree":
             res = _run_stochtree(spec, X, y, X_test)
         else:
@@ -276,6 +285,7 @@ def worker_main(spec_json: str) -> int:
     ru_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     result["maxrss_self_mb"] = ru_self
     result["maxrss_children_mb"] = ru_children  # largest single (waited-for) child, e.g. one chain process
+    result["own_cpu_s"] = own_cpu_s()  # whole worker incl. imports, prediction and ESS
     dump_json(result, out_json)
     print(f"worker done: status={result.get('status')}", flush=True)
     return 0
@@ -348,10 +358,14 @@ def run_config(sampler, n, m, args) -> dict:
             why = "timed out" if mon["timed_out"] else f"child exited with code {mon['returncode']}"
             res["error"] = f"{why}; log tail:\n{tail(log)}"
     res.update(mon)
+    if res.get("own_cpu_s") is not None:
+        # average number of cores used by *other* processes while this configuration ran
+        res["other_load_cores"] = max(0.0, (mon["machine_busy_cpu_s"] - res["own_cpu_s"]) / mon["elapsed_s"])
     res["key"] = key
     res["measured_at"] = utc_now()
     res["machine"] = machine_info()
     res["versions"] = package_versions()
+    res["git"] = git_state(ROOT)
     res["log"] = str(log)
     res["_source"] = "run"
     if res.get("status") == "ok":
@@ -384,14 +398,9 @@ def derived(res: dict, args) -> dict:
     chains = spec["chains"]
     parallel = bool(res.get("parallel_chains"))
     wall = res["wall_s"]
-    if parallel:
-        rounds = math.ceil(chains / max(1, spec.get("cores", 1)))
-        ms_sweep = wall / (rounds * it) * 1e3
-    else:
-        ms_sweep = wall / (chains * it) * 1e3
-    d = {"wall_s": wall, "ms_per_sweep": ms_sweep, "mode": "par" if parallel else "seq", "extrapolated": False}
+    d = {"wall_s": wall, "mode": "par" if parallel else "seq", "extrapolated": False}
     rf = spec.get("reduced_from")
-    if rf:
+    if rf:  # shortened run: extrapolate the wall time to the full length
         full_it = rf[0] + rf[1]
         samp = res.get("sampling_s") or wall
         setup = max(0.0, wall - samp)
@@ -400,6 +409,12 @@ def derived(res: dict, args) -> dict:
         d["measured_wall_s"] = wall
         d["measured_setup_s"] = setup
         d["measured_sampling_s"] = samp
+        it = full_it
+    if parallel:
+        rounds = math.ceil(chains / max(1, spec.get("cores", 1)))
+        d["ms_per_sweep"] = d["wall_s"] / (rounds * it) * 1e3
+    else:
+        d["ms_per_sweep"] = d["wall_s"] / (chains * it) * 1e3
     return d
 
 
@@ -454,12 +469,15 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
             footnotes.append(
                 f"{mark} {label}, n={n}, m={m}: the full {spec['chains']}×({spec['reduced_from'][0]}+"
                 f"{spec['reduced_from'][1]}) run would exceed the time budget, so {iters} was run: "
-                f"{d['measured_wall_s']:.0f} s wall ({d['measured_setup_s']:.0f} s model build/compile + "
-                f"{d['measured_sampling_s']:.0f} s sampling). Wall time is extrapolated as build + sampling × "
-                f"{sum(spec['reduced_from'])}/{spec['tune'] + spec['draws']}; ms/sweep, ESS/s (ESS of the "
+                f"{fmt(d['measured_wall_s'])} s wall ({fmt(d['measured_setup_s'])} s model build/compile + "
+                f"{fmt(d['measured_sampling_s'])} s sampling). Wall time (and ms/sweep from it) is extrapolated as "
+                f"build + sampling × {sum(spec['reduced_from'])}/{spec['tune'] + spec['draws']}; ESS/s (ESS of the "
                 f"{spec['chains']}×{spec['draws']} draws ÷ measured wall), RMSE and σ are measured on the shorter run."
             )
             notes.append(f"shortened run{mark}")
+        other = r.get("other_load_cores")
+        if other is not None and other > CONTENTION_WARN_CORES:
+            notes.append(f"⚠ other processes used {other:.1f} cores on average during this run: timings inflated")
         rp = refs.get(("pymc-bart", n, m), (None, None))
         rs = refs.get(("stochtree", n, m), (None, None))
         mem = r.get("peak_pss_sum_mb")
@@ -495,9 +513,11 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
         "step ms/sweep (sampler stat)",
         "bulk ESS σ",
         "min / median bulk ESS f",
+        "R-hat σ / max R-hat f",
         "σ mean per chain",
         "peak PSS / RSS sum MB",
         "max RSS one proc MB",
+        "other procs' load (cores)",
     ]
     drows = []
     for r in results:
@@ -516,9 +536,11 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
                 fmt(r.get("step_time_ms_median")),
                 fmt(r["ess_bulk_sigma"]),
                 f"{fmt(r['ess_bulk_f_min'])} / {fmt(r['ess_bulk_f_median'])}",
+                f"{fmt(r.get('rhat_sigma'))} / {fmt(r.get('rhat_f_max'))}",
                 ", ".join(fmt(v) for v in r["sigma_mean_per_chain"]),
                 f"{fmt(r.get('peak_pss_sum_mb'))} / {fmt(r.get('peak_rss_sum_mb'))}",
                 fmt(max(r.get("maxrss_self_mb", 0), r.get("maxrss_children_mb", 0))),
+                fmt(r.get("other_load_cores")),
             ]
         )
 
@@ -533,7 +555,8 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
         "",
         f"Generated {utc_now()} by `python -m benchmarks.friedman {' '.join(shlex.quote(a) for a in argv)}`.",
         "",
-        f"* Machine: {mi['nproc']} CPUs ({mi['cpu_model']}), {mi['ram_gb']} GB RAM, Python {mi['python']}, {mi['platform']}.",
+        f"* Machine: {mi['nproc']} CPUs ({mi['cpu_model']}), {mi['ram_gb']} GB RAM, "
+        f"Python {mi['python']}, {mi['platform']}.",
         f"* Versions: {vtxt}." + (f" Not installed: {', '.join(missing)}." if missing else ""),
         f"* Data: y = 10 sin(π x1 x2) + 20 (x3 − 0.5)² + 10 x4 + 5 x5 + N(0, 1), 10 covariates iid U(0, 1) "
         f"(x6..x10 noise), n ∈ {sizes}; training data seeded by (seed={args.seed}, n), so all samplers and both m "
@@ -559,7 +582,9 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
         "rows. **mean σ**: truth 1.0. **peak mem MB** = peak over time of the summed PSS of the run's process "
         "tree (child + chain workers + pymc-bart's Manager process), polled every 0.25 s with psutil; PSS splits "
         "pages shared by forked chain workers, the details table also gives the summed RSS and the largest "
-        "single process (getrusage). Ratios < 1 mean smaller (faster / more accurate) than the reference.",
+        "single process (getrusage). Ratios < 1 mean smaller (faster / more accurate) than the reference. "
+        f"Runs during which other processes on the machine used more than {CONTENTION_WARN_CORES} cores on average "
+        "(machine-wide busy CPU time minus the run's own CPU time) are flagged ⚠.",
         "",
         md_table(headers, rows),
         "",
@@ -569,9 +594,11 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
     lines += [
         "Notes:",
         "",
-        "* pymc-bart 0.13.1 (Rust backend `bartrs`) ignores `random_seed` for the trees: the PGBART sampler seeds "
-        "its own RNG, so its rows are not reproducible run to run (σ's NUTS step is seeded). stochtree and "
-        "pymc-treesamplers are seeded.",
+        "* pymc-bart 0.13.1 (Rust backend `bartrs` 0.4.0) ignores `random_seed` for the trees: PGBART draws "
+        "from a Rust RNG with a fixed built-in seed, the same stream in every chain and every run (checked: "
+        "with σ fixed, both chains and runs with different seeds give identical trees). Its runs are therefore "
+        "reproducible, but its chains differ only through σ's (seeded) NUTS draws; they are not independently "
+        "initialised random streams, which can make multi-chain diagnostics (ESS, R-hat) optimistic.",
         "* pymc-bart test-set predictions come from its per-chain tree histories "
         "(`pymc_bart.utils._get_posterior_sampler`, private API), matched to chains via the in-sample `mu` draws; "
         "its public `pm.sample_posterior_predictive` route samples random draws and cannot give ESS.",
@@ -600,17 +627,25 @@ def _int_list(s: str) -> list[int]:
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m benchmarks.friedman", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke test: n=300, m=20, 100 tune + 100 draws")
-    p.add_argument("--out", default=None, help="markdown output (default docs/benchmarks.md, --quick: docs/benchmarks-quick.md)")
+    p.add_argument(
+        "--out", default=None, help="markdown output (default docs/benchmarks.md, --quick: docs/benchmarks-quick.md)"
+    )
     p.add_argument("--samplers", default=",".join(ALL_SAMPLERS), help=f"comma list from {ALL_SAMPLERS}")
     p.add_argument("--sizes", default=None, help="comma list of n (default 1000,10000; --quick: 300)")
     p.add_argument("--trees", default=None, help="comma list of m (default 50,200; --quick: 20)")
-    p.add_argument("--tune", type=int, default=None, help="tuning / burn-in iterations per chain (default 1000; --quick 100)")
+    p.add_argument(
+        "--tune", type=int, default=None, help="tuning / burn-in iterations per chain (default 1000; --quick 100)"
+    )
     p.add_argument("--draws", type=int, default=None, help="kept draws per chain (default 1000; --quick 100)")
     p.add_argument("--chains", type=int, default=2)
-    p.add_argument("--cores", type=int, default=2, help="cores for pm.sample (PyMC arms); 1 = chains one after the other")
+    p.add_argument(
+        "--cores", type=int, default=2, help="cores for pm.sample (PyMC arms); 1 = chains one after the other"
+    )
     p.add_argument("--stochtree-threads", type=int, default=1, help="stochtree num_threads (default 1)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    p.add_argument("--reuse", action="store_true", help="load saved JSON for configurations already measured instead of rerunning")
+    p.add_argument(
+        "--reuse", action="store_true", help="load saved JSON for configurations already measured instead of rerunning"
+    )
     p.add_argument(
         "--shorten",
         action="append",
@@ -620,7 +655,11 @@ def parse_args(argv):
         "(marked in the table); repeatable, e.g. --shorten pymc-bart:10000:200:200:200",
     )
     p.add_argument("--no-reduce", action="store_true", help="ignore --shorten / built-in shortened runs")
-    p.add_argument("--no-saved-refs", action="store_true", help="do not add saved pymc-bart/stochtree results for references not selected")
+    p.add_argument(
+        "--no-saved-refs",
+        action="store_true",
+        help="do not add saved pymc-bart/stochtree results for references not selected",
+    )
     p.add_argument("--results-dir", default=str(RESULTS_DIR))
     p.add_argument("--timeout-min", type=float, default=90.0, help="kill a configuration after this many minutes")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -661,7 +700,9 @@ def main(argv=None) -> int:
     for i, (s, n, m) in enumerate(configs, 1):
         tune, draws, reduced = plan_iters(s, n, m, args)
         print(
-            f"[{i}/{len(configs)}] {s} n={n} m={m} {args.chains}x({tune}+{draws})" + (" (shortened)" if reduced else "") + " ...",
+            f"[{i}/{len(configs)}] {s} n={n} m={m} {args.chains}x({tune}+{draws})"
+            + (" (shortened)" if reduced else "")
+            + " ...",
             file=sys.stderr,
             flush=True,
         )

@@ -5,6 +5,8 @@
 ['CGMStep', 'GrowPruneStep']
 """
 
+import warnings
+
 import pymc as pm
 
 from .bart import BART
@@ -13,6 +15,10 @@ from .trace import predict
 
 __all__ = ["BART", "CGMStep", "GrowPruneStep", "predict"]
 __version__ = "0.1.0"
+
+# Prior predictive draws of BART run its Python rng_fn; PyTensor's numba backend warns that it
+# falls back to object mode for it, which is expected and not actionable for users.
+warnings.filterwarnings("ignore", message="Numba will use object mode to run BARTRV", category=UserWarning)
 
 # Automatic step assignment: PyMC picks, for each variable, the registered class with the
 # highest competence; ours is IDEAL for BART variables and INCOMPATIBLE for everything else.
