@@ -91,7 +91,7 @@ def change_move(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, scratch
             idx -= 1
     v, c, _ = draw_split_rule(rng, codes, wsplit, pj, ti[k, START], ti[k, END], scratch_p)
     if v == ti[k, VAR] and c == ti[k, CUT]:
-        return True  # proposal equals the current tree: accepted, nothing to do
+        return False  # proposal equals the current tree: nothing changes (not counted as accepted)
     old = subtree_score(ti, tf, pj, prm, resid, w, k, stack, False)
     _backup(ti, tf, pj, nn, k, bk_i, bk_f, bk_p)
     ti[k, VAR] = v
