@@ -69,6 +69,19 @@ def _restore(ti, tf, pj, nn, k, bk_i, bk_f, bk_p):
 
 
 @numba.njit(cache=True, nogil=True)
+def _settle(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, k, stack, bk_i, bk_f, bk_p, old, with_root_rule):
+    """Finish a change/swap whose new rules are written at and below ``k``: re-split the rows,
+    refresh the prior terms, accept with probability ``exp(new - old)``, otherwise restore."""
+    if repartition_subtree(ti, pj, codes, k, stack):
+        refresh_subtree_prior(ti, tf, pj, codes, wsplit, logw, k, stack, False)
+        new = subtree_score(ti, tf, pj, prm, resid, w, k, stack, with_root_rule)
+        if math.log(rng.random()) < new - old:
+            return True
+    _restore(ti, tf, pj, nn, k, bk_i, bk_f, bk_p)
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
 def change_move(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, scratch_p, stack, bk_i, bk_f, bk_p):
     """Redraw the rule of a uniformly chosen internal node from the rule prior; MH accept.
 
@@ -96,15 +109,7 @@ def change_move(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, scratch
     _backup(ti, tf, pj, nn, k, bk_i, bk_f, bk_p)
     ti[k, VAR] = v
     ti[k, CUT] = c
-    if not repartition_subtree(ti, pj, codes, k, stack):
-        _restore(ti, tf, pj, nn, k, bk_i, bk_f, bk_p)
-        return False
-    refresh_subtree_prior(ti, tf, pj, codes, wsplit, logw, k, stack, False)
-    new = subtree_score(ti, tf, pj, prm, resid, w, k, stack, False)
-    if math.log(rng.random()) < new - old:
-        return True
-    _restore(ti, tf, pj, nn, k, bk_i, bk_f, bk_p)
-    return False
+    return _settle(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, k, stack, bk_i, bk_f, bk_p, old, False)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -146,15 +151,7 @@ def swap_move(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, stack, bk
     else:
         ti[ch, VAR] = pv
         ti[ch, CUT] = pc
-    if not repartition_subtree(ti, pj, codes, k, stack):
-        _restore(ti, tf, pj, nn, k, bk_i, bk_f, bk_p)
-        return False
-    refresh_subtree_prior(ti, tf, pj, codes, wsplit, logw, k, stack, False)
-    new = subtree_score(ti, tf, pj, prm, resid, w, k, stack, True)
-    if math.log(rng.random()) < new - old:
-        return True
-    _restore(ti, tf, pj, nn, k, bk_i, bk_f, bk_p)
-    return False
+    return _settle(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, k, stack, bk_i, bk_f, bk_p, old, True)
 
 
 @numba.njit(cache=True, nogil=True)
