@@ -196,8 +196,11 @@ def utc_now() -> str:
 # --------------------------------------------------------------------------- child runner
 
 
-def _tree_memory(proc) -> tuple[int, int, int]:
-    """(sum RSS, sum PSS, max single RSS) in bytes over ``proc`` and its descendants."""
+def _tree_memory(proc, cpu_seen: dict | None = None) -> tuple[int, int, int]:
+    """(sum RSS, sum PSS, max single RSS) in bytes over ``proc`` and its descendants.
+
+    If ``cpu_seen`` is given, it is updated with {(pid, create_time): user+sys CPU seconds}.
+    """
     import psutil
 
     try:
@@ -219,6 +222,12 @@ def _tree_memory(proc) -> tuple[int, int, int]:
         rss_sum += rss
         pss_sum += pss
         rss_max = max(rss_max, rss)
+        if cpu_seen is not None:
+            try:
+                ct = p.cpu_times()
+                cpu_seen[(p.pid, p.create_time())] = ct.user + ct.system
+            except psutil.Error:
+                pass
     return rss_sum, pss_sum, rss_max
 
 
@@ -236,6 +245,8 @@ def run_child(cmd: list[str], log_path: Path, timeout_s: float, poll_s: float = 
 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     busy0 = _busy_cpu_s()
+    self_cpu0 = time.process_time()
+    cpu_seen: dict = {}
     load_max = 0.0
     t0 = time.perf_counter()
     with open(log_path, "w") as log:
@@ -244,7 +255,7 @@ def run_child(cmd: list[str], log_path: Path, timeout_s: float, poll_s: float = 
         peak = [0, 0, 0]
         timed_out = False
         while child.poll() is None:
-            mem = _tree_memory(proc)
+            mem = _tree_memory(proc, cpu_seen)
             peak = [max(a, b) for a, b in zip(peak, mem, strict=True)]
             load_max = max(load_max, os.getloadavg()[0])
             if time.perf_counter() - t0 > timeout_s:
@@ -269,6 +280,9 @@ def run_child(cmd: list[str], log_path: Path, timeout_s: float, poll_s: float = 
         # ours included); the caller subtracts the child's own CPU time to detect
         # contention from other jobs.
         "machine_busy_cpu_s": _busy_cpu_s() - busy0,
+        # CPU of the child's process tree as last seen by the poller (misses < poll_s per process)
+        "tree_cpu_s_polled": float(sum(cpu_seen.values())),
+        "parent_cpu_s": time.process_time() - self_cpu0,  # this (polling) process
         "loadavg1_max": load_max,
         "timed_out": timed_out,
         "peak_rss_sum_mb": peak[0] / mb,

@@ -10,10 +10,11 @@ import warnings
 import pymc as pm
 
 from .bart import BART
+from .noise import chipman_sigma2_prior
 from .steps.mh import CGMStep, GrowPruneStep
 from .trace import predict
 
-__all__ = ["BART", "CGMStep", "GrowPruneStep", "predict"]
+__all__ = ["BART", "CGMStep", "GrowPruneStep", "chipman_sigma2_prior", "predict"]
 __version__ = "0.1.0"
 
 # Prior predictive draws of BART run its Python rng_fn; PyTensor's numba backend warns that it

@@ -83,3 +83,19 @@ def test_binning_codes_and_thresholds_agree():
         thr = b.thresholds[v]
         for c in range(len(thr)):
             np.testing.assert_array_equal(b.codes[v] <= c, Z[:, v] <= thr[c])
+
+
+def test_chipman_sigma_prior_quantile():
+    """P(sigma < sigma_hat) = q under the returned inverse-gamma prior of sigma^2."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(200, 3))
+    Ys = Xs @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 1.5, 200)
+    a, b = pmt.chipman_sigma2_prior(Xs, Ys, nu=3, q=0.9)
+    resid = Ys - np.column_stack([np.ones(200), Xs]) @ np.linalg.lstsq(np.column_stack([np.ones(200), Xs]), Ys,
+                                                                        rcond=None)[0]
+    sigma_hat2 = resid @ resid / (200 - 4)
+    assert stats.invgamma(a, scale=b).cdf(sigma_hat2) == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="q"):
+        pmt.chipman_sigma2_prior(Xs, Ys, q=1.5)
