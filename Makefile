@@ -3,6 +3,9 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+# numba's cache=True only notices edits to a function's own file, not to the kernels it calls in
+# other files; a cache directory per source hash makes every edit recompile what depends on it.
+export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test lint bench bench-quick clean
 

@@ -2,7 +2,7 @@
 
 >>> import pymc_treesamplers as pmt
 >>> sorted(n for n in pmt.__all__ if n.endswith("Step"))
-['CGMStep', 'GrowPruneStep']
+['CGMStep', 'GrowPruneStep', 'PGBARTStep']
 """
 
 import warnings
@@ -12,9 +12,10 @@ import pymc as pm
 from .bart import BART
 from .noise import chipman_sigma2_prior
 from .steps.mh import CGMStep, GrowPruneStep
+from .steps.pg import PGBARTStep
 from .trace import predict
 
-__all__ = ["BART", "CGMStep", "GrowPruneStep", "chipman_sigma2_prior", "predict"]
+__all__ = ["BART", "CGMStep", "GrowPruneStep", "PGBARTStep", "chipman_sigma2_prior", "predict"]
 __version__ = "0.1.0"
 
 # Prior predictive draws of BART run its Python rng_fn; PyTensor's numba backend warns that it

@@ -9,22 +9,31 @@ import numpy as np
 from exact import partition_key
 
 from pymc_treesamplers.forest import Forest, forest_sum, init_root_availability
+from pymc_treesamplers.kernels.pg import sweep_pg
 from pymc_treesamplers.kernels.sweep import KIND_MH, sweep
 from pymc_treesamplers.layout import END, LEFT, START
 
 
 @numba.njit(cache=True)
-def _chain(rng, n_draws, thin, kind, probs, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, r, w, labels):
+def _chain(rng, n_draws, thin, kind, probs, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, r, w, labels,
+           pg_opts, Pi, Pf, Ps, Pperm, Pnn, Phead, Pmap):
     n = r.shape[0]
     f = np.empty(n)
     moves = np.zeros(ints.shape[0], dtype=np.int64)
     accepted = np.zeros(ints.shape[0], dtype=np.bool_)
+    stages = np.zeros(ints.shape[0], dtype=np.int64)
+    status = np.zeros(2, dtype=np.int64)
     for d in range(n_draws):
         for _ in range(thin):
             forest_sum(ints, floats, perm, n_nodes, f)
             resid = r - f
-            if sweep(rng, 0, kind, probs, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
-                     moves, accepted) >= 0:
+            if kind == KIND_MH:
+                j = sweep(rng, 0, kind, probs, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
+                          moves, accepted)
+            else:
+                j = sweep_pg(rng, 0, 0, pg_opts, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
+                             Pi, Pf, Ps, Pperm, Pnn, Phead, Pmap, accepted, stages, status)
+            if j >= 0:
                 raise RuntimeError("node capacity exceeded")
         for k in range(n_nodes[0]):
             if ints[0, k, LEFT] < 0:
@@ -33,8 +42,12 @@ def _chain(rng, n_draws, thin, kind, probs, codes, wsplit, logw, prm, ints, floa
 
 
 def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0,
-                    split_weights=None, kind=KIND_MH):
-    """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a one-tree chain."""
+                    split_weights=None, pg=None):
+    """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a one-tree chain.
+
+    ``probs`` are the MH move probabilities; ``pg = (C, proposal, resampling, ess_threshold)``
+    runs Particle Gibbs instead.
+    """
     codes = np.ascontiguousarray(np.asarray(codes_np).T.astype(np.uint16))
     p, n = codes.shape
     wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float)
@@ -44,7 +57,13 @@ def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta
     init_root_availability(codes, wsplit, forest.floats, forest.perm)
     prm = np.array([alpha, beta, mu0, sigma_mu**2])
     labels = np.empty((n_draws, n), dtype=np.int64)
-    _chain(np.random.default_rng(seed), n_draws, thin, kind, np.asarray(probs, dtype=float), codes, wsplit, logw,
-           prm, forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float), np.asarray(w, float),
-           labels)
+    C = 2 if pg is None else pg[0]
+    pg_opts = np.array([C, 0, 0, 1.0, 10_000] if pg is None else [*pg, 10_000], dtype=float)
+    cap = 2 * n + 1
+    probs = np.zeros(4) if probs is None else np.asarray(probs, dtype=float)
+    _chain(np.random.default_rng(seed), n_draws, thin, KIND_MH if pg is None else 1, probs,
+           codes, wsplit, logw, prm, forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float),
+           np.asarray(w, float), labels, pg_opts, np.full((C, cap, 8), -1, dtype=np.int32), np.zeros((C, cap, 3)),
+           np.zeros((C, cap, 3)), np.empty((C, n), dtype=np.int32), np.zeros(C, dtype=np.int32),
+           np.zeros(C, dtype=np.int32), np.zeros(cap, dtype=np.int32))
     return [partition_key(row) for row in labels]

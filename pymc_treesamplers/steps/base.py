@@ -76,6 +76,7 @@ class BaseTreeStep(ArrayStepShared):
             "split_counts": (object, []),
             "tune": (bool, []),
             f"{self.var_name}_forest": (object, []),
+            **self._extra_stats_dtypes(),
         }
         self.stats_dtypes = [{k: d for k, (d, _) in self.stats_dtypes_shapes.items()}]
         super().__init__([value_var], shared, blocked=blocked, rng=rng)
@@ -84,6 +85,13 @@ class BaseTreeStep(ArrayStepShared):
 
     def _configure(self, kwargs: dict) -> None:
         """Pop and check the sampler's own options from ``kwargs`` (subclasses)."""
+
+    def _extra_stats_dtypes(self) -> dict:
+        """Sampler-specific per-draw stats (subclasses)."""
+        return {}
+
+    def _extra_stats(self) -> dict:
+        return {}
 
     def _reset_chain(self) -> None:
         self.forest = Forest.empty(self.m, self.n, self.prm[2])
@@ -146,5 +154,6 @@ class BaseTreeStep(ArrayStepShared):
             "split_counts": self._split_counts.copy(),
             "tune": self.tune,
             f"{self.var_name}_forest": encode_forest(fr, self.thr_table),
+            **self._extra_stats(),
         }
         return RaveledVars(self.f.astype(q0.data.dtype), q0.point_map_info), [stats]

@@ -1,0 +1,107 @@
+"""Particle Gibbs against exact enumeration, for every proposal, resampling scheme and C.
+
+Conditional SMC that resamples at every stage keeps the old tree (or a copy of its partial tree)
+often, so draws are thinned by C: C = 2 keeps 5000 draws one every 100 sweeps, C = 5 and 10 keep
+10000 one every 20 (measured: at these settings the TV sits at the level of iid noise; C = 2 at
+thinning 20-50 did not). Thresholds are the 99.9% quantile of the TV of iid multinomial samples
+of the same size (tests/exact.py), never widened.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+from exact import empirical, exact_partition_posterior, exact_partition_prior, tiny_data, tv_distance, tv_threshold
+from kernel_chain import partition_draws
+
+import pymc_treesamplers as pmt
+
+PROPOSALS = {"prior": 0, "empirical": 1, "optimal": 2}
+RESAMPLING = {"multinomial": 0, "systematic": 1}
+SIZES = {2: (5000, 100), 5: (10000, 20), 10: (10000, 20)}
+# under a flat likelihood all weights are equal and particle paths coalesce onto the reference
+# faster; at thinning 20 one C = 10 seed of four sat at the iid threshold, at 60 all four sat at
+# iid noise level
+PRIOR_SIZES = {2: (5000, 100), 5: (5000, 60), 10: (5000, 60)}
+CASES = [(c, p, s) for c in SIZES for p in PROPOSALS for s in RESAMPLING]
+IDS = [f"C{c}-{p}-{s}" for c, p, s in CASES]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("C", "proposal", "resampling"), CASES, ids=IDS)
+def test_pg_posterior_matches_enumeration(C, proposal, resampling):
+    codes, r, _ = tiny_data(0)
+    w = np.ones(len(r))
+    exact = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
+    n_draws, thin = SIZES[C]
+    keys = partition_draws(codes, r, w, None, n_draws, thin, seed=C,
+                           pg=(C, PROPOSALS[proposal], RESAMPLING[resampling], 1.0))
+    assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, n_draws)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("C", "proposal", "resampling"), CASES, ids=IDS)
+def test_pg_prior_recovered_under_flat_likelihood(C, proposal, resampling):
+    codes, r, _ = tiny_data(0)
+    exact = exact_partition_prior(codes, 0.95, 2.0)
+    n_draws, thin = PRIOR_SIZES[C]
+    keys = partition_draws(codes, r, np.zeros(len(r)), None, n_draws, thin, seed=100 + C,
+                           pg=(C, PROPOSALS[proposal], RESAMPLING[resampling], 1.0))
+    assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, n_draws)
+
+
+@pytest.mark.parametrize("resampling", ["multinomial", "systematic"])
+def test_pg_adaptive_resampling(resampling):
+    """ess_threshold = 0.5: resampling only at some stages, still exact (sigma = 0.5 here)."""
+    codes, r, _ = tiny_data(0)
+    w = np.full(len(r), 4.0)
+    exact = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
+    keys = partition_draws(codes, r, w, None, 10000, 20, seed=7, pg=(10, 0, RESAMPLING[resampling], 0.5))
+    assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, 10000)
+
+
+def test_pg_through_pm_sample_matches_enumeration():
+    codes, r, _ = tiny_data(0)
+    with pm.Model():
+        mu = pmt.BART("mu", codes.astype(float), r, m=1, mu0=0.0, sigma_mu=1.0)
+        pm.Normal("y", mu, 1.0, observed=r)
+        idata = pm.sample(tune=100, draws=30000, chains=1, random_seed=5, progressbar=False,
+                          step=[pmt.PGBARTStep([mu], num_particles=10)], compute_convergence_checks=False)
+    draws = idata.posterior["mu"].values[0][::15]
+    from exact import partition_key
+
+    keys = [partition_key(np.unique(row, return_inverse=True)[1]) for row in draws]
+    exact = exact_partition_posterior(codes, r, np.ones(len(r)), 0.95, 2.0, 0.0, 1.0)
+    assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
+    stats = idata.sample_stats
+    assert 0.0 <= float(stats["kept_old"].mean()) <= 1.0 and float(stats["stages"].mean()) >= 1.0
+
+
+def test_pg_options_are_checked():
+    X = np.random.default_rng(0).uniform(size=(30, 2))
+    y = X[:, 0]
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=2)
+        pm.Normal("y", mu, 1.0, observed=y)
+        with pytest.raises(ValueError, match="num_particles"):
+            pmt.PGBARTStep([mu], num_particles=1)
+        with pytest.raises(ValueError, match="resampling"):
+            pmt.PGBARTStep([mu], resampling="stratified")
+        with pytest.raises(ValueError, match="proposal"):
+            pmt.PGBARTStep([mu], proposal="greedy")
+        with pytest.raises(ValueError, match="ess_threshold"):
+            pmt.PGBARTStep([mu], ess_threshold=1.5)
+        with pytest.raises(ValueError, match="max_stages"):
+            pmt.PGBARTStep([mu], max_stages=0)
+        with pytest.raises(TypeError, match="move_probs"):
+            pmt.PGBARTStep([mu], move_probs=(0.5, 0.5, 0, 0))
+
+
+def test_pg_max_stages_refuses_to_truncate():
+    X = np.random.default_rng(0).uniform(size=(200, 2))
+    y = 5 * np.sin(6 * X[:, 0]) + X[:, 1]
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=1, beta=0.1)
+        pm.Normal("y", mu, 0.1, observed=y)
+        with pytest.raises(RuntimeError, match="max_stages"):
+            pm.sample(tune=5, draws=5, chains=1, random_seed=1, progressbar=False,
+                      step=[pmt.PGBARTStep([mu], max_stages=2)], compute_convergence_checks=False)
