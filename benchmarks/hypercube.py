@@ -50,7 +50,7 @@ from benchmarks.pg_common import (
     mean_of,
     print_env,
     range_of,
-    run_in_child,
+    run_config,
     sampler_list,
     summarise_chain,
     warmup,
@@ -129,6 +129,17 @@ def worker_body(spec: dict) -> dict:
 
 
 # =========================================================================== report
+
+
+def _describe(res: dict) -> str:
+    x = row_numbers(res)
+    msg = (
+        f"ESS bulk {x['ess_bulk']:.1f}, coda {x['ess_coda']:.1f}, {x['ms_per_iter']:.3f} ms/iter, "
+        f"leaves {x['leaves']:.1f}, test MSE {x['test_mse']:.4g}"
+    )
+    if x["kept_old"] is not None:
+        msg += f", kept_old {x['kept_old']:.3f}, stages {x['stages']:.1f}"
+    return msg
 
 
 def row_numbers(res: dict) -> dict:
@@ -438,28 +449,9 @@ def main(argv=None) -> int:
             "max_bins": args.max_bins,
         }
         log = args.json.parent / "logs" / f"{args.json.stem}_D{D}_{s}.log"
-        t0 = time.perf_counter()
-        res = run_in_child(MODULE, spec, log, args.timeout_min * 60)
-        if res.get("status") == "unavailable":
-            unavailable[s] = res["error"]
-            print(f"    SKIPPED: {res['error']}", file=sys.stderr, flush=True)
-            continue
-        msg = res.get("status")
-        if msg == "ok":
-            x = row_numbers(res)
-            msg += (
-                f": ESS bulk {x['ess_bulk']:.1f}, coda {x['ess_coda']:.1f}, {x['ms_per_iter']:.3f} ms/iter, "
-                f"leaves {x['leaves']:.1f}, test MSE {x['test_mse']:.4g}"
-            )
-            if x["kept_old"] is not None:
-                msg += f", kept_old {x['kept_old']:.3f}, stages {x['stages']:.1f}"
-            cn = contention_note(res)
-            if cn:
-                msg += f" [{cn}]"
-        elif res.get("error"):
-            msg += ": " + res["error"].splitlines()[0]
-        print(f"    {msg} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-        results.append(res)
+        res = run_config(MODULE, spec, log, args.timeout_min * 60, _describe, unavailable, s)
+        if res is not None:
+            results.append(res)
 
     dump_json({"argv": argv, "results": results, "unavailable": unavailable}, args.json)
     report = markdown_report(results, args, argv, unavailable)

@@ -384,3 +384,27 @@ def sampler_list(s: str, parser) -> list[str]:
     if bad:
         parser.error(f"unknown sampler(s) {bad}; choose from {ALL_SAMPLERS}")
     return out
+
+
+def run_config(module: str, spec: dict, log, timeout_s: float, describe, unavailable: dict, name: str):
+    """Run one configuration in a child process and print one status line.
+
+    ``describe(res)`` summarises a successful result. Returns the result, or None when the sampler
+    is unavailable (recorded in ``unavailable[name]``).
+    """
+    t0 = time.perf_counter()
+    res = run_in_child(module, spec, log, timeout_s)
+    if res.get("status") == "unavailable":
+        unavailable[name] = res["error"]
+        print(f"    SKIPPED: {res['error']}", file=sys.stderr, flush=True)
+        return None
+    msg = res.get("status")
+    if msg == "ok":
+        msg += ": " + describe(res)
+        cn = contention_note(res)
+        if cn:
+            msg += f" [{cn}]"
+    elif res.get("error"):
+        msg += ": " + res["error"].splitlines()[0]
+    print(f"    {msg} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    return res
