@@ -15,7 +15,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-from .binning import bin_columns, numeric_array
+from .binning import SPLIT_POINTS, bin_columns, numeric_array
 from .prior import sample_prior_tree
 
 __all__ = ["BART", "BARTRV", "bart_spec"]
@@ -28,9 +28,23 @@ class BARTRV(RandomVariable):
     signature = "(n,p),(n)->(n)"
     dtype = "floatX"
     _print_name = ("BART", "\\operatorname{BART}")
-    __props__ = (*RandomVariable.__props__, "m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins")
+    __props__ = (
+        *RandomVariable.__props__,
+        *("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points"),
+    )
 
-    def __init__(self, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256, **kwargs):
+    def __init__(
+        self,
+        m=200,
+        alpha=0.95,
+        beta=2.0,
+        mu0=0.0,
+        sigma_mu=1.0,
+        split_prior=None,
+        max_bins=256,
+        split_points="data",
+        **kwargs,
+    ):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -38,6 +52,7 @@ class BARTRV(RandomVariable):
         self.sigma_mu = float(sigma_mu)
         self.split_prior = None if split_prior is None else tuple(float(x) for x in split_prior)
         self.max_bins = int(max_bins)
+        self.split_points = str(split_points)
         super().__init__(**kwargs)
 
     def split_weights(self, p: int) -> np.ndarray:
@@ -47,7 +62,7 @@ class BARTRV(RandomVariable):
         """Draw the sum of ``m`` trees from the prior (structure and leaves) at the rows of X."""
         if size is not None and tuple(size) not in ((), (X.shape[0],)):
             raise ValueError("BART does not support batched draws (size/shape beyond (n,))")
-        codes = bin_columns(np.asarray(X, dtype=float), self.max_bins).codes
+        codes = bin_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points).codes
         wsplit = self.split_weights(codes.shape[0])
         out = np.zeros(X.shape[0])
         for _ in range(self.m):
@@ -69,7 +84,17 @@ def _as_array(x, what: str) -> np.ndarray:
 
 
 def bart_spec(
-    X, Y, m=200, alpha=0.95, beta=2.0, k=2.0, mu0=None, sigma_mu=None, split_prior=None, max_bins=256
+    X,
+    Y,
+    m=200,
+    alpha=0.95,
+    beta=2.0,
+    k=2.0,
+    mu0=None,
+    sigma_mu=None,
+    split_prior=None,
+    max_bins=256,
+    split_points="data",
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Check BART inputs and resolve the prior defaults; returns ``(X, Y, op_kwargs)``.
 
@@ -108,6 +133,8 @@ def bart_spec(
         raise ValueError(f"k must be > 0, got {k}")
     if isinstance(max_bins, bool) or not isinstance(max_bins, (int, np.integer)) or not 2 <= max_bins <= 65536:
         raise ValueError(f"max_bins must be an integer between 2 and 65536, got {max_bins!r}")
+    if split_points not in SPLIT_POINTS:
+        raise ValueError(f"split_points must be one of {SPLIT_POINTS}, got {split_points!r}")
     p = Xa.shape[1]
     if split_prior is not None:
         sp = np.asarray(split_prior, dtype=float)
@@ -135,6 +162,7 @@ def bart_spec(
         sigma_mu=float(sigma_mu),
         split_prior=split_prior,
         max_bins=int(max_bins),
+        split_points=split_points,
     )
     return Xa, Ya, kw
 
@@ -167,7 +195,14 @@ class BART(Distribution):
     split_prior : (p,) array, optional
         Non-negative weights of the covariates when choosing split variables.
     max_bins : int, default 256
-        Columns with more distinct values are cut at quantiles into this many bins.
+        Columns with more distinct values are cut at quantiles into this many bins (``"data"``), or
+        the number of equal-width bins over each column's range (``"range"``).
+    split_points : {"data", "range"}, default "data"
+        Where cuts may fall. ``"data"``: between consecutive distinct values (or quantile bins),
+        each equally likely a priori. ``"range"``: on an equally spaced grid over the column's
+        range, so a split location is a priori uniform over the node's range (BayesTree's default
+        ``usequants=FALSE`` and the PG-BART paper's prior); wide gaps in the data get more prior
+        mass, which suits clustered covariates.
 
     Examples
     --------
@@ -194,9 +229,10 @@ class BART(Distribution):
         sigma_mu=None,
         split_prior=None,
         max_bins=256,
+        split_points="data",
         **kwargs,
     ):
-        Xa, _, op_kw = bart_spec(X, Y, m, alpha, beta, k, mu0, sigma_mu, split_prior, max_bins)
+        Xa, _, op_kw = bart_spec(X, Y, m, alpha, beta, k, mu0, sigma_mu, split_prior, max_bins, split_points)
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
         return super().__new__(cls, name, X_in, np.asarray(_as_array(Y, "Y")), op_kwargs=op_kw, **kwargs)
 

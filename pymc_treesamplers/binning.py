@@ -1,9 +1,19 @@
 """Coding of covariates into integer split codes, once per model (DESIGN.md section 2).
 
-A column with at most ``max_bins`` distinct values gets the ranks of its distinct values as
-codes; a column with more gets quantile bins. Either way a column is described by increasing
-``thresholds`` and ``code(x) = #{t in thresholds : t < x}``, so the split ``code <= c`` is the
-same as ``x <= thresholds[c]``: prediction on new data needs only the thresholds.
+Two codings (``split_points``):
+
+* ``"data"`` (default): a column with at most ``max_bins`` distinct values gets the ranks of its
+  distinct values as codes; a column with more gets quantile bins. Every gap between consecutive
+  data values (or bins) is one cut, so the prior puts equal mass on each of them.
+* ``"range"``: ``max_bins - 1`` equally spaced cuts over the column's range (BayesTree/dbarts with
+  ``usequants=FALSE``; the split prior of Lakshminarayanan, Roy & Teh). Codes between data values
+  may be empty; since the tree prior draws a cut uniformly over ``[min_code, max_code)`` of a node,
+  the prior mass of a partition is proportional to the width of the gap its cut falls in, i.e.
+  a split location uniform over the node's range, discretised to the grid.
+
+Either way a column is described by increasing ``thresholds`` and
+``code(x) = #{t in thresholds : t < x}``, so the split ``code <= c`` is the same as
+``x <= thresholds[c]``: prediction on new data needs only the thresholds.
 """
 
 from dataclasses import dataclass
@@ -56,21 +66,33 @@ def numeric_array(x, what: str) -> np.ndarray:
     return arr.astype(np.float64)
 
 
-def bin_columns(X: np.ndarray, max_bins: int = 256) -> Binning:
+SPLIT_POINTS = ("data", "range")
+
+
+def bin_columns(X: np.ndarray, max_bins: int = 256, split_points: str = "data") -> Binning:
     """Code every column of a finite float matrix ``X`` (n, p).
 
     >>> bin_columns(np.arange(10.0)[:, None], max_bins=4).codes.max()
     np.uint16(3)
+    >>> bin_columns(np.array([[0.0], [0.1], [1.0]]), max_bins=4, split_points="range").codes.tolist()
+    [[0, 0, 3]]
     """
     if not 2 <= max_bins <= 65536:
         raise ValueError(f"max_bins must be between 2 and 65536, got {max_bins}")
+    if split_points not in SPLIT_POINTS:
+        raise ValueError(f"split_points must be one of {SPLIT_POINTS}, got {split_points!r}")
     n, p = X.shape
     codes = np.empty((p, n), dtype=np.uint16)
     thresholds = []
     for v in range(p):
         col = X[:, v]
         distinct = np.unique(col)
-        if len(distinct) <= max_bins:
+        if split_points == "range":
+            lo, hi = distinct[0], distinct[-1]
+            # interior grid points only; a constant column gets none (no valid cut)
+            thr = np.unique(lo + (hi - lo) * np.arange(1, max_bins) / max_bins) if hi > lo else distinct[:0]
+            thr = thr[(thr >= lo) & (thr < hi)]
+        elif len(distinct) <= max_bins:
             thr = distinct[:-1]
         else:
             qs = np.quantile(col, np.linspace(0.0, 1.0, max_bins + 1)[1:-1], method="inverted_cdf")

@@ -56,7 +56,7 @@ class BaseTreeStep(ArrayStepShared):
         op: BARTRV = rv.owner.op
         _, _, X, Y = rv.owner.inputs
         X = _as_array(X, "X")
-        binning = bin_columns(X, op.max_bins)
+        binning = bin_columns(X, op.max_bins, op.split_points)
         self.var_name = rv.name
         self.codes = np.ascontiguousarray(binning.codes)
         self.thr_table = binning.threshold_table()
