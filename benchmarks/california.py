@@ -348,7 +348,7 @@ def parse_args(argv):
         action="store_true",
         help="smoke run: training set 0 only, 100 iterations (50 burn-in), well under a minute",
     )
-    p.add_argument("--samplers", default=",".join(ALL_SAMPLERS), help=f"comma list from {ALL_SAMPLERS}")
+    p.add_argument("--samplers", default="pg,cgm,growprune", help=f"comma list from {ALL_SAMPLERS}")
     p.add_argument(
         "--iters", type=int, default=None, help=f"iterations per chain incl. burn-in (default {DEFAULT_ITERS})"
     )
@@ -396,7 +396,7 @@ def main(argv=None) -> int:
         return worker_entry(args.worker, worker_body)
 
     print_env()
-    order = [s for s in ("growprune", "cgm", "pg") if s in args.samplers]
+    order = [s for s in ("growprune", "cgm", "pg", "pg-opt") if s in args.samplers]
     results: list[dict] = []
     unavailable: dict[str, str] = {}
     t_all = time.perf_counter()

@@ -39,9 +39,12 @@ from benchmarks.common import (
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-ALL_SAMPLERS = ["pg", "cgm", "growprune"]
-LABELS = {"pg": "PG", "cgm": "CGM", "growprune": "GrowPrune"}
-STEP_CLASSES = {"pg": "PGBARTStep", "cgm": "CGMStep", "growprune": "GrowPruneStep"}
+ALL_SAMPLERS = ["pg", "pg-opt", "cgm", "growprune"]
+LABELS = {"pg": "PG", "pg-opt": "PG-opt", "cgm": "CGM", "growprune": "GrowPrune"}
+STEP_CLASSES = {"pg": "PGBARTStep", "pg-opt": "PGBARTStep", "cgm": "CGMStep", "growprune": "GrowPruneStep"}
+# PG-opt: one-step optimal proposal and no resampling (conditional importance sampling); on deep
+# trees the paper's every-stage resampling lets copies of a poor reference take over (docs/pg.md)
+PG_OPT_KW = {"proposal": "optimal", "ess_threshold": 0.0}
 # per-draw sample stats of the BART step that we average over the kept draws (if the step has them)
 STEP_STATS = ["n_leaves", "tree_depth", "accept", "kept_old", "stages"]
 CONTENTION_WARN_CORES = 0.3
@@ -127,6 +130,8 @@ def make_step(pmt, sampler: str, mu, particles: int):
     cls = getattr(pmt, cls_name)
     if sampler == "pg":
         return cls([mu], num_particles=particles)
+    if sampler == "pg-opt":
+        return cls([mu], num_particles=particles, **PG_OPT_KW)
     return cls([mu])
 
 
@@ -144,6 +149,7 @@ def fit_bart(
     seed: int,
     particles: int = 10,
     max_bins: int | None = None,
+    split_points: str | None = None,
 ) -> dict:
     """One chain of BART (given tree step) + NUTS for sigma^2 ~ Chipman's inverse gamma prior.
 
@@ -159,7 +165,7 @@ def fit_bart(
     a, b = pmt.chipman_sigma2_prior(X, y)
     t_build = time.perf_counter()
     with pm.Model():
-        bart_kw = {} if max_bins is None else {"max_bins": max_bins}
+        bart_kw = {k: v for k, v in (("max_bins", max_bins), ("split_points", split_points)) if v is not None}
         mu = pmt.BART("mu", X, y, m=m, alpha=alpha, beta=beta, **bart_kw)
         sigma2 = pm.InverseGamma("sigma2", a, b)
         sigma = pm.Deterministic("sigma", pm.math.sqrt(sigma2))
