@@ -1,0 +1,263 @@
+"""Trace size, peak memory and prediction time of stored forests, against pymc-bart (issue 5).
+
+    python -m benchmarks.persistence [--n 10000] [--m 200] [--tune 1000] [--draws 1000]
+                                     [--new-rows 100000] [--predict-draws 100] [--quick]
+
+Fits Friedman #1 (``benchmarks.common.friedman1_data``) with 2 chains on 2 cores, once with
+``pmt.CGMStep`` and once with pymc-bart's default step, each in its own process whose whole
+process tree is polled for peak memory (PSS). Then, in that process: the bytes of the stored
+forests (the ``mu_forest`` sample stat: the base64 text, and the Python ``str`` objects holding it)
+against the bytes of the posterior of ``mu`` itself; the netCDF file size of the InferenceData;
+whether predictions can be made after a netCDF round trip; and the time to predict ``--new-rows``
+new rows with ``--predict-draws`` posterior draws (evenly thinned), reported per draw and
+extrapolated to all draws. Writes ``docs/persistence.md`` and ``benchmarks/results/persistence.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from .common import dump_json, friedman1_data, git_state, machine_info, package_versions, run_child, tail, utc_now
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+MODULE = "benchmarks.persistence"
+ARMS = ("pymc-treesamplers", "pymc-bart")
+
+
+def _fit(arm: str, spec: dict):
+    import pymc as pm
+
+    if arm == "pymc-bart":
+        import pymc_bart as pkg
+    else:
+        import pymc_treesamplers as pkg
+    X, y, _, _, _ = friedman1_data(spec["n"], spec["seed"])
+    with pm.Model():
+        mu = pkg.BART("mu", X, y, m=spec["m"])
+        sigma = pm.HalfNormal("sigma", float(y.std()))
+        pm.Normal("y", mu, sigma, observed=y)
+        step = [pkg.CGMStep([mu])] if arm == "pymc-treesamplers" else None
+        t = time.perf_counter()
+        idata = pm.sample(
+            tune=spec["tune"],
+            draws=spec["draws"],
+            chains=2,
+            cores=2,
+            random_seed=spec["seed"],
+            step=step,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        wall = time.perf_counter() - t
+    return pkg, mu, idata, wall
+
+
+def _predict_timing(arm, pkg, mu, idata, spec) -> dict:
+    """Seconds to predict ``new_rows`` rows with ``predict_draws`` draws (evenly thinned)."""
+    X_new = np.random.default_rng(7).uniform(size=(spec["new_rows"], 10))
+    n_draws = idata.posterior.sizes["draw"]
+    k = max(1, spec["predict_draws"] // 2)  # per chain
+    keep = np.linspace(0, n_draws - 1, k).round().astype(int)
+    if arm == "pymc-treesamplers":
+        sub = idata.isel(draw=keep)
+        pkg.predict(sub, X_new[:10], "mu")  # compile / load the numba cache outside the timing
+        t = time.perf_counter()
+        out = pkg.predict(sub, X_new, "mu")
+        secs = time.perf_counter() - t
+    else:
+        from pymc_bart.utils import _sample_posterior
+
+        trees = mu.owner.op.all_trees
+        rng = np.random.default_rng(3)
+        t = time.perf_counter()
+        out = _sample_posterior(trees, X=X_new, rng=rng, size=2 * k, shape=1)
+        secs = time.perf_counter() - t
+    used = int(np.prod(out.shape[:-1])) if out.ndim > 1 else 1
+    return {
+        "predict_s": secs,
+        "predict_draws_used": used,
+        "predict_s_per_draw": secs / used,
+        "predict_s_all_draws_extrapolated": secs / used * 2 * n_draws,
+    }
+
+
+def worker(spec: dict) -> int:
+    import resource
+
+    out = {"spec": spec}
+    try:
+        arm = spec["arm"]
+        pkg, mu, idata, wall = _fit(arm, spec)
+        out["wall_s"] = wall
+        post_mu = idata.posterior["mu"].values
+        out["mu_posterior_bytes"] = int(post_mu.nbytes)
+        if arm == "pymc-treesamplers":
+            enc = idata.sample_stats["mu_forest"].values.reshape(-1)
+            out["forest_text_bytes"] = int(sum(len(s) for s in enc))
+            out["forest_str_objects_bytes"] = int(sum(sys.getsizeof(s) for s in enc))
+            leaves = idata.sample_stats["n_leaves"].values
+            out["mean_leaves_per_tree"] = float(leaves.mean())
+            out["bytes_per_tree"] = out["forest_text_bytes"] / (enc.size * spec["m"])
+        else:
+            import pickle
+
+            trees = mu.owner.op.all_trees
+            out["forest_pickle_bytes"] = len(pickle.dumps(trees, protocol=pickle.HIGHEST_PROTOCOL))
+            out["stored_draws"] = len(trees)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "fit.nc"
+            idata.to_netcdf(path)
+            out["netcdf_bytes"] = path.stat().st_size
+            if arm == "pymc-treesamplers":
+                import arviz as az
+
+                again = az.from_netcdf(path)
+                X, _, _, _, _ = friedman1_data(spec["n"], spec["seed"])
+                same = np.array_equal(pkg.predict(again, X, "mu"), post_mu)
+                out["predict_after_reload_reproduces_draws"] = bool(same)
+            else:
+                out["predict_after_reload_reproduces_draws"] = False  # trees live on the Op, not in the file
+        out.update(_predict_timing(arm, pkg, mu, idata, spec))
+        out["status"] = "ok"
+    except Exception as exc:
+        out.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+        traceback.print_exc()
+    out["maxrss_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    dump_json(out, Path(spec["out_json"]))
+    return 0
+
+
+def run_arm(arm: str, args) -> dict:
+    spec = {
+        "arm": arm,
+        "n": args.n,
+        "m": args.m,
+        "tune": args.tune,
+        "draws": args.draws,
+        "seed": args.seed,
+        "new_rows": args.new_rows,
+        "predict_draws": args.predict_draws,
+    }
+    with tempfile.TemporaryDirectory(prefix="persist_") as tmp:
+        spec["out_json"] = str(Path(tmp) / "r.json")
+        log = RESULTS / "logs" / f"persistence_{arm}.log"
+        env = dict(os.environ)
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(var, "1")
+        cmd = [sys.executable, "-m", MODULE, "--worker", json.dumps(spec)]
+        mon = run_child(cmd, log, timeout_s=args.timeout_min * 60, env=env, cwd=ROOT)
+        p = Path(spec["out_json"])
+        res = json.loads(p.read_text()) if p.exists() else {"status": "error", "error": tail(log)}
+    res.update(mon)
+    res["spec"] = {k: v for k, v in spec.items() if k != "out_json"}
+    res["measured_at"] = utc_now()
+    return res
+
+
+def _mb(x):
+    return "—" if x is None else f"{x / 1e6:.1f}"
+
+
+def report(results: dict, args, argv) -> str:
+    ours, theirs = results.get("pymc-treesamplers", {}), results.get("pymc-bart", {})
+
+    def row(label, key, fmt):
+        cells = [fmt(r[key]) if r.get(key) is not None else "—" for r in (ours, theirs)]
+        return f"| {label} | {cells[0]} | {cells[1]} |"
+
+    lines = [
+        "# Stored forests: trace size, memory, prediction time (issue 5)",
+        "",
+        f"Generated {utc_now()} by `python -m {MODULE} {' '.join(argv)}` (git {git_state(ROOT)}).",
+        "",
+        f"* Machine: {machine_info()}",
+        f"* Versions: {package_versions()}",
+        f"* Fit: Friedman #1, n = {args.n}, p = 10, m = {args.m}, 2 chains x ({args.tune} tune + {args.draws} draws), "
+        "cores = 2, sigma ~ HalfNormal(sd(y)); pymc-treesamplers with `CGMStep`, pymc-bart with its default step. "
+        "Each arm runs in its own process; peak memory is the peak of the summed PSS of its process tree "
+        "(chain workers included), polled every 0.25 s.",
+        f"* Prediction: {args.new_rows:,} new rows (uniform), {args.predict_draws} posterior draws evenly thinned "
+        "from the 2 chains; pymc-treesamplers via `pmt.predict` (draw-matched, 2 threads), pymc-bart via "
+        "`pymc_bart.utils._sample_posterior` (random draws from its in-memory trees; the public route is "
+        "`pm.sample_posterior_predictive`). Per-draw seconds extrapolated linearly to all draws.",
+        "",
+        "| | pymc-treesamplers | pymc-bart |",
+        "|---|---|---|",
+        row("status", "status", str),
+        row("sampling wall time (s)", "wall_s", "{:.1f}".format),
+        row("peak memory, PSS of the process tree (MB)", "peak_pss_sum_mb", "{:.0f}".format),
+        row("posterior of `mu` (MB)", "mu_posterior_bytes", _mb),
+        f"| stored forests (MB) | {_mb(ours.get('forest_text_bytes'))} text, "
+        f"{_mb(ours.get('forest_str_objects_bytes'))} as Python str | "
+        f"{_mb(theirs.get('forest_pickle_bytes'))} pickled, kept on the Op, not in the trace |",
+        row("netCDF file of the InferenceData (MB)", "netcdf_bytes", _mb),
+        row("predict after netCDF reload reproduces the posterior draws", "predict_after_reload_reproduces_draws", str),
+        row(f"predict {args.new_rows:,} rows: s per draw", "predict_s_per_draw", "{:.3f}".format),
+        row(
+            f"predict {args.new_rows:,} rows, all {2 * args.draws} draws (extrapolated, s)",
+            "predict_s_all_draws_extrapolated",
+            "{:.0f}".format,
+        ),
+        "",
+    ]
+    if ours.get("status") == "ok":
+        ratio = ours["forest_str_objects_bytes"] / ours["mu_posterior_bytes"]
+        lines += [
+            f"Bytes per stored tree: {ours['bytes_per_tree']:.1f} (mean {ours['mean_leaves_per_tree']:.2f} leaves per "
+            "tree; the encoding costs `(4 + 10 (2L - 1)) x 4/3` bytes per tree with L leaves, plus at most 42 per "
+            "draw).",
+            "",
+            f"Target: stored forests no larger than the posterior of `mu`: {ratio:.3f}x "
+            f"({'met' if ratio <= 1 else 'NOT met'}; Python str objects included).",
+            "",
+        ]
+    for name, r in results.items():
+        if r.get("status") != "ok":
+            lines += [f"**{name} failed:** `{(r.get('error') or '')[-400:]}`", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=10000)
+    p.add_argument("--m", type=int, default=200)
+    p.add_argument("--tune", type=int, default=1000)
+    p.add_argument("--draws", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--new-rows", type=int, default=100_000)
+    p.add_argument("--predict-draws", type=int, default=100)
+    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--quick", action="store_true", help="n = 1000, m = 50, 100 + 100 draws, 10^4 new rows")
+    p.add_argument("--timeout-min", type=float, default=40.0)
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker is not None:
+        return worker(json.loads(args.worker))
+    if args.quick:
+        args.n, args.m, args.tune, args.draws, args.new_rows, args.predict_draws = 1000, 50, 100, 100, 10_000, 20
+    suffix = "-quick" if args.quick else ""
+    results = {}
+    for arm in args.arms.split(","):
+        print(f"{arm} ...", file=sys.stderr, flush=True)
+        results[arm] = run_arm(arm, args)
+        print(f"  {results[arm].get('status')} ({results[arm].get('elapsed_s', 0):.0f} s)", file=sys.stderr)
+    dump_json({"argv": argv, "results": results}, RESULTS / f"persistence{suffix}.json")
+    text = report(results, args, argv)
+    (ROOT / "docs" / f"persistence{suffix}.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
