@@ -75,12 +75,15 @@ def _predict_timing(arm, pkg, mu, idata, spec) -> dict:
         out = pkg.predict(sub, X_new, "mu")
         secs = time.perf_counter() - t
     else:
-        from pymc_bart.utils import _sample_posterior
+        # pymc-bart keeps one tree history per chain on the Op (Rust objects); its public route
+        # (sample_posterior_predictive) picks random draws, so time its per-chain sampler directly
+        from pymc_bart.utils import _get_posterior_sampler
 
-        trees = mu.owner.op.all_trees
-        rng = np.random.default_rng(3)
+        samplers = list(_get_posterior_sampler(mu.owner.op)._chain_samplers)
+        Xc = np.ascontiguousarray(X_new, dtype=np.float64)
+        samplers[0].sample_posterior(Xc[:10], keep[:1].tolist(), None)
         t = time.perf_counter()
-        out = _sample_posterior(trees, X=X_new, rng=rng, size=2 * k, shape=1)
+        out = np.stack([np.asarray(sm.sample_posterior(Xc, keep.tolist(), None))[:, 0, :] for sm in samplers])
         secs = time.perf_counter() - t
     used = int(np.prod(out.shape[:-1])) if out.ndim > 1 else 1
     return {
@@ -109,11 +112,7 @@ def worker(spec: dict) -> int:
             out["mean_leaves_per_tree"] = float(leaves.mean())
             out["bytes_per_tree"] = out["forest_text_bytes"] / (enc.size * spec["m"])
         else:
-            import pickle
-
-            trees = mu.owner.op.all_trees
-            out["forest_pickle_bytes"] = len(pickle.dumps(trees, protocol=pickle.HIGHEST_PROTOCOL))
-            out["stored_draws"] = len(trees)
+            out["stored_histories"] = len(mu.owner.op.all_trees)  # per chain, in process memory only
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "fit.nc"
             idata.to_netcdf(path)
@@ -188,18 +187,20 @@ def report(results: dict, args, argv) -> str:
         "(chain workers included), polled every 0.25 s.",
         f"* Prediction: {args.new_rows:,} new rows (uniform), {args.predict_draws} posterior draws evenly thinned "
         "from the 2 chains; pymc-treesamplers via `pmt.predict` (draw-matched, 2 threads), pymc-bart via "
-        "`pymc_bart.utils._sample_posterior` (random draws from its in-memory trees; the public route is "
-        "`pm.sample_posterior_predictive`). Per-draw seconds extrapolated linearly to all draws.",
+        "the per-chain `PosteriorSampler.sample_posterior` of its in-memory trees, same draw indices (private API; "
+        "its public route, `pm.sample_posterior_predictive`, picks random draws). Per-draw seconds extrapolated "
+        "linearly to all draws. Each arm's numbers come from its own latest run (`measured` row).",
         "",
         "| | pymc-treesamplers | pymc-bart |",
         "|---|---|---|",
         row("status", "status", str),
+        row("measured (UTC)", "measured_at", str),
         row("sampling wall time (s)", "wall_s", "{:.1f}".format),
         row("peak memory, PSS of the process tree (MB)", "peak_pss_sum_mb", "{:.0f}".format),
         row("posterior of `mu` (MB)", "mu_posterior_bytes", _mb),
         f"| stored forests (MB) | {_mb(ours.get('forest_text_bytes'))} text, "
         f"{_mb(ours.get('forest_str_objects_bytes'))} as Python str | "
-        f"{_mb(theirs.get('forest_pickle_bytes'))} pickled, kept on the Op, not in the trace |",
+        "in process memory (Rust objects on the Op), not in the trace |",
         row("netCDF file of the InferenceData (MB)", "netcdf_bytes", _mb),
         row("predict after netCDF reload reproduces the posterior draws", "predict_after_reload_reproduces_draws", str),
         row(f"predict {args.new_rows:,} rows: s per draw", "predict_s_per_draw", "{:.3f}".format),
@@ -241,18 +242,21 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="n = 1000, m = 50, 100 + 100 draws, 10^4 new rows")
     p.add_argument("--timeout-min", type=float, default=40.0)
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--render", action="store_true", help="rewrite the report from the saved JSON, without running")
     args = p.parse_args(argv)
     if args.worker is not None:
         return worker(json.loads(args.worker))
     if args.quick:
         args.n, args.m, args.tune, args.draws, args.new_rows, args.predict_draws = 1000, 50, 100, 100, 10_000, 20
     suffix = "-quick" if args.quick else ""
-    results = {}
-    for arm in args.arms.split(","):
+    out_json = RESULTS / f"persistence{suffix}.json"
+    results = json.loads(out_json.read_text())["results"] if out_json.exists() else {}
+    for arm in [] if args.render else args.arms.split(","):
         print(f"{arm} ...", file=sys.stderr, flush=True)
         results[arm] = run_arm(arm, args)
         print(f"  {results[arm].get('status')} ({results[arm].get('elapsed_s', 0):.0f} s)", file=sys.stderr)
-    dump_json({"argv": argv, "results": results}, RESULTS / f"persistence{suffix}.json")
+    if not args.render:
+        dump_json({"argv": argv, "results": results}, out_json)
     text = report(results, args, argv)
     (ROOT / "docs" / f"persistence{suffix}.md").write_text(text)
     print(text)
