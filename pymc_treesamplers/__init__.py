@@ -11,11 +11,20 @@ import pymc as pm
 
 from .bart import BART
 from .noise import chipman_sigma2_prior
+from .predictive import sample_posterior_predictive
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.pg import PGBARTStep
 from .trace import predict
 
-__all__ = ["BART", "CGMStep", "GrowPruneStep", "PGBARTStep", "chipman_sigma2_prior", "predict"]
+__all__ = [
+    "BART",
+    "CGMStep",
+    "GrowPruneStep",
+    "PGBARTStep",
+    "chipman_sigma2_prior",
+    "predict",
+    "sample_posterior_predictive",
+]
 __version__ = "0.1.0"
 
 # Prior predictive draws of BART run its Python rng_fn; PyTensor's numba backend warns that it

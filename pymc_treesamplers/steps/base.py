@@ -73,6 +73,8 @@ class BaseTreeStep(ArrayStepShared):
             "tree_depth": (np.float64, []),
             "n_leaves": (np.float64, []),
             "accept": (np.float64, []),
+            # object, not (int64, [p]): PyMC's default NDArray backend allocates stats by dtype
+            # only (one scalar per draw), so an array-valued stat must travel as an object
             "split_counts": (object, []),
             "tune": (bool, []),
             f"{self.var_name}_forest": (object, []),
