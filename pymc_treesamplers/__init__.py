@@ -2,7 +2,7 @@
 
 >>> import pymc_treesamplers as pmt
 >>> sorted(n for n in pmt.__all__ if n.endswith("Step"))
-['CGMStep', 'GrowPruneStep', 'PGBARTStep']
+['CGMStep', 'CTBirthDeathStep', 'GrowPruneStep', 'PGBARTStep']
 """
 
 import warnings
@@ -12,6 +12,7 @@ import pymc as pm
 from .bart import BART
 from .noise import chipman_sigma2_prior
 from .predictive import sample_posterior_predictive
+from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.pg import PGBARTStep
 from .trace import predict
@@ -19,6 +20,7 @@ from .trace import predict
 __all__ = [
     "BART",
     "CGMStep",
+    "CTBirthDeathStep",
     "GrowPruneStep",
     "PGBARTStep",
     "chipman_sigma2_prior",

@@ -9,6 +9,7 @@ import numpy as np
 from exact import partition_key
 
 from pymc_treesamplers.forest import Forest, forest_sum, init_root_availability
+from pymc_treesamplers.kernels.ct import sweep_ct
 from pymc_treesamplers.kernels.pg import sweep_pg
 from pymc_treesamplers.kernels.sweep import KIND_MH, sweep
 from pymc_treesamplers.layout import END, LEFT, START
@@ -66,4 +67,44 @@ def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta
            np.asarray(w, float), labels, pg_opts, np.full((C, cap, 8), -1, dtype=np.int32), np.zeros((C, cap, 3)),
            np.zeros((C, cap, 3)), np.empty((C, n), dtype=np.int32), np.zeros(C, dtype=np.int32),
            np.zeros(C, dtype=np.int32), np.zeros(cap, dtype=np.int32))
+    return [partition_key(row) for row in labels]
+
+
+@numba.njit(cache=True)
+def _ct_chain(rng, n_draws, thin, horizon, n_change, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, r, w,
+              labels, Ti, Tf, Tperm, Tnn):
+    n = r.shape[0]
+    f = np.empty(n)
+    jumps = np.zeros(ints.shape[0], dtype=np.int64)
+    rate = np.zeros(ints.shape[0])
+    for d in range(n_draws):
+        for _ in range(thin):
+            forest_sum(ints, floats, perm, n_nodes, f)
+            resid = r - f
+            if sweep_ct(rng, 0, 0, horizon, n_change, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
+                        Ti, Tf, Tperm, Tnn, jumps, rate) >= 0:
+                raise RuntimeError("node capacity exceeded")
+        for k in range(n_nodes[0]):
+            if ints[0, k, LEFT] < 0:
+                for t in range(ints[0, k, START], ints[0, k, END]):
+                    labels[d, perm[0, t]] = k
+
+
+def ct_partition_draws(codes_np, r, w, horizon, n_draws, thin, seed, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0,
+                       split_weights=None, change=False):
+    """Partition keys of a one-tree continuous-time birth-death chain (horizon mode)."""
+    codes = np.ascontiguousarray(np.asarray(codes_np).T.astype(np.uint16))
+    p, n = codes.shape
+    wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float)
+    with np.errstate(divide="ignore"):
+        logw = np.log(wsplit)
+    forest = Forest.empty(1, n, mu0, cap=4 * n)
+    init_root_availability(codes, wsplit, forest.floats, forest.perm)
+    prm = np.array([alpha, beta, mu0, sigma_mu**2])
+    labels = np.empty((n_draws, n), dtype=np.int64)
+    cap = 2 * n + 1
+    _ct_chain(np.random.default_rng(seed), n_draws, thin, float(horizon), int(change), codes, wsplit, logw, prm,
+              forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float), np.asarray(w, float),
+              labels, np.full((cap, 8), -1, dtype=np.int32), np.zeros((cap, 3)), np.empty(n, dtype=np.int32),
+              np.zeros(1, dtype=np.int32))
     return [partition_key(row) for row in labels]
