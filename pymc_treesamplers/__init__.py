@@ -10,6 +10,7 @@ import warnings
 import pymc as pm
 
 from .bart import BART
+from .jumps import jump_weights, resample_jump_chain, weighted_mean
 from .noise import chipman_sigma2_prior
 from .predictive import sample_posterior_predictive
 from .steps.ct import CTBirthDeathStep
@@ -24,8 +25,11 @@ __all__ = [
     "GrowPruneStep",
     "PGBARTStep",
     "chipman_sigma2_prior",
+    "jump_weights",
     "predict",
+    "resample_jump_chain",
     "sample_posterior_predictive",
+    "weighted_mean",
 ]
 __version__ = "0.1.0"
 

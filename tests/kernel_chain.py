@@ -72,7 +72,7 @@ def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta
 
 @numba.njit(cache=True)
 def _ct_chain(rng, n_draws, thin, horizon, n_change, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, r, w,
-              labels, Ti, Tf, Tperm, Tnn):
+              labels, Ti, Tf, Tperm, Tnn, last_rate):
     n = r.shape[0]
     f = np.empty(n)
     jumps = np.zeros(ints.shape[0], dtype=np.int64)
@@ -84,6 +84,7 @@ def _ct_chain(rng, n_draws, thin, horizon, n_change, codes, wsplit, logw, prm, i
             if sweep_ct(rng, 0, 0, horizon, n_change, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
                         Ti, Tf, Tperm, Tnn, jumps, rate) >= 0:
                 raise RuntimeError("node capacity exceeded")
+        last_rate[d] = rate[0]
         for k in range(n_nodes[0]):
             if ints[0, k, LEFT] < 0:
                 for t in range(ints[0, k, START], ints[0, k, END]):
@@ -91,8 +92,12 @@ def _ct_chain(rng, n_draws, thin, horizon, n_change, codes, wsplit, logw, prm, i
 
 
 def ct_partition_draws(codes_np, r, w, horizon, n_draws, thin, seed, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0,
-                       split_weights=None, change=False):
-    """Partition keys of a one-tree continuous-time birth-death chain (horizon mode)."""
+                       split_weights=None, change=False, return_rates=False):
+    """Partition keys of a one-tree continuous-time birth-death chain.
+
+    ``horizon < 0`` runs jump mode (one jump per sweep); ``return_rates`` also returns the total
+    rate recorded at each kept draw (after its jump, in jump mode).
+    """
     codes = np.ascontiguousarray(np.asarray(codes_np).T.astype(np.uint16))
     p, n = codes.shape
     wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float)
@@ -106,5 +111,6 @@ def ct_partition_draws(codes_np, r, w, horizon, n_draws, thin, seed, alpha=0.95,
     _ct_chain(np.random.default_rng(seed), n_draws, thin, float(horizon), int(change), codes, wsplit, logw, prm,
               forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float), np.asarray(w, float),
               labels, np.full((cap, 8), -1, dtype=np.int32), np.zeros((cap, 3)), np.empty(n, dtype=np.int32),
-              np.zeros(1, dtype=np.int32))
-    return [partition_key(row) for row in labels]
+              np.zeros(1, dtype=np.int32), rates := np.zeros(n_draws))
+    keys = [partition_key(row) for row in labels]
+    return (keys, rates) if return_rates else keys

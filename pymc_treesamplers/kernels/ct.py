@@ -201,8 +201,7 @@ def _death(ti, tf, nn, k, B, Dr):
 
 
 @numba.njit(cache=True, nogil=True)
-def ct_update(rng, horizon, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R):
-    """Run the birth-death process for time ``horizon``; returns ``(jumps, total rate at start)``."""
+def _init_rates(ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R):
     for k in range(nn[0]):
         B[k] = 0.0
         Dr[k] = 0.0
@@ -210,57 +209,82 @@ def ct_update(rng, horizon, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, 
             B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, False)
         elif _is_nog(ti, k):
             Dr[k] = death_rate(ti, tf, pj, k, prm, resid, w)
+
+
+@numba.njit(cache=True, nogil=True)
+def _total_rate(nn, B, Dr):
+    lam = 0.0
+    for k in range(nn[0]):
+        lam += B[k] + Dr[k]
+    return lam
+
+
+@numba.njit(cache=True, nogil=True)
+def _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R):
+    """Make one jump, chosen in proportion to its rate (``lam`` = total); keeps the caches right."""
+    target = rng.random() * lam
+    k_pick = -1
+    is_birth = True
+    for k in range(nn[0]):
+        if B[k] > 0.0:
+            k_pick = k
+            is_birth = True
+            target -= B[k]
+            if target < 0.0:
+                break
+        if Dr[k] > 0.0:
+            k_pick = k
+            is_birth = False
+            target -= Dr[k]
+            if target < 0.0:
+                break
+    if is_birth:
+        _birth(rng, ti, tf, pj, nn, k_pick, codes, wsplit, logw, prm, resid, w, sc, R)
+        a = ti[k_pick, LEFT]
+        b = ti[k_pick, RIGHT]
+        B[k_pick] = 0.0
+        Dr[k_pick] = death_rate(ti, tf, pj, k_pick, prm, resid, w)
+        B[a] = leaf_births(ti, tf, pj, a, codes, wsplit, logw, prm, resid, w, sc, R, False)
+        B[b] = leaf_births(ti, tf, pj, b, codes, wsplit, logw, prm, resid, w, sc, R, False)
+        Dr[a] = 0.0
+        Dr[b] = 0.0
+        par = ti[k_pick, PARENT]
+        if par >= 0:
+            Dr[par] = 0.0
+    else:
+        k = _death(ti, tf, nn, k_pick, B, Dr)
+        B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, False)
+        Dr[k] = 0.0
+        par = ti[k, PARENT]
+        if par >= 0 and _is_nog(ti, par):
+            Dr[par] = death_rate(ti, tf, pj, par, prm, resid, w)
+
+
+@numba.njit(cache=True, nogil=True)
+def ct_update(rng, horizon, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R):
+    """Run the birth-death process for time ``horizon``; returns ``(jumps, total rate at start)``.
+
+    ``horizon < 0`` is jump mode: exactly one jump (none if no move is possible), and the second
+    value is the total rate of the state *after* it, whose inverse is that state's expected
+    holding time (the Rao-Blackwellised weight of the draw).
+    """
+    _init_rates(ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R)
+    lam = _total_rate(nn, B, Dr)
+    if horizon < 0.0:
+        if lam <= 0.0:
+            return 0, 0.0
+        _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R)
+        return 1, _total_rate(nn, B, Dr)
+    rate0 = lam
     t = 0.0
     jumps = 0
-    rate0 = -1.0
-    while True:
-        lam = 0.0
-        for k in range(nn[0]):
-            lam += B[k] + Dr[k]
-        if rate0 < 0.0:
-            rate0 = lam
-        if lam <= 0.0:
-            break
+    while lam > 0.0:
         t += -math.log(1.0 - rng.random()) / lam
         if t > horizon:
             break
-        target = rng.random() * lam
-        k_pick = -1
-        is_birth = True
-        for k in range(nn[0]):
-            if B[k] > 0.0:
-                k_pick = k
-                is_birth = True
-                target -= B[k]
-                if target < 0.0:
-                    break
-            if Dr[k] > 0.0:
-                k_pick = k
-                is_birth = False
-                target -= Dr[k]
-                if target < 0.0:
-                    break
+        _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R)
         jumps += 1
-        if is_birth:
-            _birth(rng, ti, tf, pj, nn, k_pick, codes, wsplit, logw, prm, resid, w, sc, R)
-            a = ti[k_pick, LEFT]
-            b = ti[k_pick, RIGHT]
-            B[k_pick] = 0.0
-            Dr[k_pick] = death_rate(ti, tf, pj, k_pick, prm, resid, w)
-            B[a] = leaf_births(ti, tf, pj, a, codes, wsplit, logw, prm, resid, w, sc, R, False)
-            B[b] = leaf_births(ti, tf, pj, b, codes, wsplit, logw, prm, resid, w, sc, R, False)
-            Dr[a] = 0.0
-            Dr[b] = 0.0
-            par = ti[k_pick, PARENT]
-            if par >= 0:
-                Dr[par] = 0.0
-        else:
-            k = _death(ti, tf, nn, k_pick, B, Dr)
-            B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, False)
-            Dr[k] = 0.0
-            par = ti[k, PARENT]
-            if par >= 0 and _is_nog(ti, par):
-                Dr[par] = death_rate(ti, tf, pj, par, prm, resid, w)
+        lam = _total_rate(nn, B, Dr)
     return jumps, rate0
 
 

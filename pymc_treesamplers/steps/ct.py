@@ -1,8 +1,9 @@
-"""Continuous-time birth-death tree step (horizon mode)."""
+"""Continuous-time birth-death tree step (horizon and jump modes)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pymc as pm
 
 from ..kernels.ct import sweep_ct
 from ..layout import N_FLOAT_FIELDS, N_INT_FIELDS
@@ -21,15 +22,38 @@ class CTBirthDeathStep(BaseTreeStep):
     run with one CGM change move (an exact Metropolis-Hastings redraw of one node's rule, the
     paper's CT-C arm): births and deaths alone cannot move a well-supported root split.
 
-    Extra per-draw stats: ``jumps`` (mean jumps per tree) and ``total_rate`` (mean total jump rate
-    per tree at the start of its update).
+    ``mode="jump"`` (one tree, nothing else in the model moving) makes exactly one jump per draw
+    and records ``waiting_time``, the expected holding time ``1 / Lambda(T)`` of the state the draw
+    ends in: the draws are then the embedded jump chain, and posterior expectations are
+    ``waiting_time``-weighted averages (:func:`pymc_treesamplers.jump_weights`,
+    :func:`pymc_treesamplers.resample_jump_chain`), not plain averages.
+
+    Extra per-draw stats: ``jumps`` (mean jumps per tree), ``total_rate`` (mean total jump rate
+    per tree at the start of its update; in jump mode, after the jump) and, in jump mode,
+    ``waiting_time``.
 
     >>> # idata = pm.sample(step=[pmt.CTBirthDeathStep([mu], horizon=2.0)])
     """
 
     name = "ctbirthdeath"
 
+    def __init__(self, vars=None, *, model=None, **kwargs):
+        super().__init__(vars, model=model, **kwargs)
+        if self.mode == "jump":
+            model = pm.modelcontext(model)
+            others = [rv.name for rv in model.free_RVs if rv.name != self.var_name]
+            if others or self.m != 1:
+                raise ValueError(
+                    "mode='jump' needs a single tree (m=1) and nothing else moving (its draws are weighted by "
+                    f"waiting times, which other updates would invalidate); got m={self.m} and other free "
+                    f"variables {others}: use mode='horizon'"
+                )
+
     def _configure(self, kwargs: dict) -> None:
+        mode = kwargs.pop("mode", "horizon")
+        if mode not in ("horizon", "jump"):
+            raise ValueError(f"mode must be 'horizon' or 'jump', got {mode!r}")
+        self.mode = mode
         horizon = kwargs.pop("horizon", 1.0)
         if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)):
             raise TypeError(f"horizon must be a number, got {horizon!r}")
@@ -40,10 +64,15 @@ class CTBirthDeathStep(BaseTreeStep):
         if not isinstance(change, (bool, np.bool_)):
             raise TypeError(f"change must be True or False, got {change!r}")
         self.change = bool(change)
+        if self.change and mode == "jump":
+            raise ValueError("change=True cannot be combined with mode='jump' (the weights are the jump chain's)")
         self._probs = np.zeros(4)
 
     def _extra_stats_dtypes(self) -> dict:
-        return {"jumps": (np.float64, []), "total_rate": (np.float64, [])}
+        extra = {"jumps": (np.float64, []), "total_rate": (np.float64, [])}
+        if self.mode == "jump":
+            extra["waiting_time"] = (np.float64, [])
+        return extra
 
     def _reset_chain(self) -> None:
         super()._reset_chain()
@@ -59,7 +88,8 @@ class CTBirthDeathStep(BaseTreeStep):
         fr = self.forest
         j, resume = 0, 0
         while True:
-            j = sweep_ct(self.rng, j, resume, self.horizon, int(self.change), self.codes, self.wsplit, self.logw,
+            horizon = -1.0 if self.mode == "jump" else self.horizon
+            j = sweep_ct(self.rng, j, resume, horizon, int(self.change), self.codes, self.wsplit, self.logw,
                          self.prm, fr.ints, fr.floats, fr.perm, fr.n_nodes, resid, w, self._Ti, self._Tf,
                          self._Tperm, self._Tnn, self._jumps, self._rate)
             if j < 0:
@@ -70,4 +100,8 @@ class CTBirthDeathStep(BaseTreeStep):
         self._accepted[:] = self._jumps > 0
 
     def _extra_stats(self) -> dict:
-        return {"jumps": float(self._jumps.mean()), "total_rate": float(self._rate.mean())}
+        out = {"jumps": float(self._jumps.mean()), "total_rate": float(self._rate.mean())}
+        if self.mode == "jump":
+            lam = float(self._rate[0])
+            out["waiting_time"] = 1.0 / lam if lam > 0 else float("inf")
+        return out
