@@ -124,6 +124,29 @@ def set_leaf(ti, tf, k, parent, depth, s, e, lwavail):
 
 
 @numba.njit(cache=True, nogil=True)
+def split_leaf(ti, tf, pj, nn, k, v, c, n_cuts, codes, wsplit, logw):
+    """Split leaf ``k`` by ``code_v <= c`` into two new leaves in slots ``nn[0]``, ``nn[0] + 1``.
+
+    Partitions the leaf's rows, writes the children (with their availability) and the rule with its
+    log prior probability (``n_cuts`` valid cuts of ``v`` in ``k``); returns the split point in ``pj``.
+    """
+    s = ti[k, START]
+    e = ti[k, END]
+    mid = s + partition_rows(pj, s, e, codes[v], c)
+    a = nn[0]
+    d = ti[k, DEPTH]
+    set_leaf(ti, tf, a, k, d + 1, s, mid, node_log_avail(codes, wsplit, pj, s, mid))
+    set_leaf(ti, tf, a + 1, k, d + 1, mid, e, node_log_avail(codes, wsplit, pj, mid, e))
+    ti[k, VAR] = v
+    ti[k, CUT] = c
+    ti[k, LEFT] = a
+    ti[k, RIGHT] = a + 1
+    tf[k, RULELP] = rule_log_prob(logw[v], tf[k, LWAVAIL], n_cuts)
+    nn[0] += 2
+    return mid
+
+
+@numba.njit(cache=True, nogil=True)
 def _move_node(ti, tf, src, dst):
     for f in range(ti.shape[1]):
         ti[dst, f] = ti[src, f]

@@ -26,11 +26,12 @@ from .layout import CUT, LEFT, RIGHT, VALUE, VAR
 _ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
 
 
-def _blob_layout(m: int, total: int) -> tuple[int, int, int]:
+@numba.njit(cache=True, nogil=True)
+def _blob_layout(m, total):
     """Byte offsets of the values and of the variables, and the padded blob size."""
-    off_val = -(-(8 + 4 * m) // 8) * 8
+    off_val = (8 + 4 * m + 7) // 8 * 8
     off_var = off_val + 8 * total
-    size = -(-(off_var + 2 * total) // _ALIGN) * _ALIGN
+    size = (off_var + 2 * total + _ALIGN - 1) // _ALIGN * _ALIGN
     return off_val, off_var, size
 
 
@@ -69,7 +70,7 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
     """
     m = forest.m
     total = int(forest.n_nodes.sum())
-    off_val, off_var, size = _blob_layout(m, total)
+    off_val, off_var, size = (int(x) for x in _blob_layout(m, total))
     blob = np.zeros(size, dtype=np.uint8)
     blob[:8].view("<i4")[:] = (m, thr_table.shape[0])
     counts = blob[8 : 8 + 4 * m].view("<i4")
@@ -88,7 +89,7 @@ def decode_forest(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     m, p = (int(x) for x in np.frombuffer(blob, dtype="<i4", count=2))
     counts = np.frombuffer(blob, dtype="<i4", count=m, offset=8)
     total = int(counts.sum())
-    off_val, off_var, _ = _blob_layout(m, total)
+    off_val, off_var, _ = (int(x) for x in _blob_layout(m, total))
     val = np.frombuffer(blob, dtype="<f8", count=total, offset=off_val)
     var = np.frombuffer(blob, dtype="<i2", count=total, offset=off_var)
     return p, counts, var, val
@@ -155,8 +156,7 @@ def _predict_trace(raw, starts, X, out):
         total = 0
         for j in range(m):
             total += counts[j]
-        off_val = (8 + 4 * m + 7) // 8 * 8
-        off_var = off_val + 8 * total
+        off_val, off_var, _ = _blob_layout(m, total)
         val = f64[(b + off_val) // 8 : (b + off_var) // 8]
         var = i16[(b + off_var) // 2 : (b + off_var) // 2 + total]
         predict_preorder(counts, var, val, X, out[k])

@@ -42,13 +42,8 @@ def _chain(rng, n_draws, thin, kind, probs, codes, wsplit, logw, prm, ints, floa
                     labels[d, perm[0, t]] = k
 
 
-def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0,
-                    split_weights=None, pg=None):
-    """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a one-tree chain.
-
-    ``probs`` are the MH move probabilities; ``pg = (C, proposal, resampling, ess_threshold)``
-    runs Particle Gibbs instead.
-    """
+def _one_tree(codes_np, n_draws, alpha, beta, mu0, sigma_mu, split_weights):
+    """Codes (p, n), split weights and their logs, a root-only one-tree forest, prior, label buffer."""
     codes = np.ascontiguousarray(np.asarray(codes_np).T.astype(np.uint16))
     p, n = codes.shape
     wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float)
@@ -57,7 +52,19 @@ def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta
     forest = Forest.empty(1, n, mu0, cap=4 * n)
     init_root_availability(codes, wsplit, forest.floats, forest.perm)
     prm = np.array([alpha, beta, mu0, sigma_mu**2])
-    labels = np.empty((n_draws, n), dtype=np.int64)
+    return codes, wsplit, logw, forest, prm, np.empty((n_draws, n), dtype=np.int64)
+
+
+def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0,
+                    split_weights=None, pg=None):
+    """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a one-tree chain.
+
+    ``probs`` are the MH move probabilities; ``pg = (C, proposal, resampling, ess_threshold)``
+    runs Particle Gibbs instead.
+    """
+    codes, wsplit, logw, forest, prm, labels = _one_tree(codes_np, n_draws, alpha, beta, mu0, sigma_mu,
+                                                         split_weights)
+    n = codes.shape[1]
     C = 2 if pg is None else pg[0]
     pg_opts = np.array([C, 0, 0, 1.0, 10_000] if pg is None else [*pg, 10_000], dtype=float)
     cap = 2 * n + 1
@@ -98,15 +105,9 @@ def ct_partition_draws(codes_np, r, w, horizon, n_draws, thin, seed, alpha=0.95,
     ``horizon < 0`` runs jump mode (one jump per sweep); ``return_rates`` also returns the total
     rate recorded at each kept draw (after its jump, in jump mode).
     """
-    codes = np.ascontiguousarray(np.asarray(codes_np).T.astype(np.uint16))
-    p, n = codes.shape
-    wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float)
-    with np.errstate(divide="ignore"):
-        logw = np.log(wsplit)
-    forest = Forest.empty(1, n, mu0, cap=4 * n)
-    init_root_availability(codes, wsplit, forest.floats, forest.perm)
-    prm = np.array([alpha, beta, mu0, sigma_mu**2])
-    labels = np.empty((n_draws, n), dtype=np.int64)
+    codes, wsplit, logw, forest, prm, labels = _one_tree(codes_np, n_draws, alpha, beta, mu0, sigma_mu,
+                                                         split_weights)
+    n = codes.shape[1]
     cap = 2 * n + 1
     _ct_chain(np.random.default_rng(seed), n_draws, thin, float(horizon), int(change), codes, wsplit, logw, prm,
               forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float), np.asarray(w, float),

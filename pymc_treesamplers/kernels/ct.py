@@ -21,11 +21,12 @@ import math
 import numba
 import numpy as np
 
-from ..forest import add_tree, collapse, partition_rows, set_leaf
+from ..forest import add_tree, collapse, split_leaf
 from ..gaussian import leaf_loglik, leaf_suff
-from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VAR
-from ..prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit, node_log_avail, rule_log_prob
+from ..layout import DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START
+from ..prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit
 from .cgm import change_move
+from .growprune import is_nog
 from .sweep import draw_leaves
 
 _BIG = 1 << 30
@@ -140,11 +141,6 @@ def death_rate(ti, tf, pj, k, prm, resid, w):
 
 
 @numba.njit(cache=True, nogil=True)
-def _is_nog(ti, k):
-    return ti[k, LEFT] >= 0 and ti[ti[k, LEFT], LEFT] < 0 and ti[ti[k, RIGHT], LEFT] < 0
-
-
-@numba.njit(cache=True, nogil=True)
 def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
     """Split leaf ``k`` by a ``(v, c)`` drawn in proportion to its birth rate."""
     s = ti[k, START]
@@ -167,18 +163,7 @@ def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
                 break
         if target < 0.0:
             break
-    mid = s + partition_rows(pj, s, e, codes[v_pick], c_pick)
-    a = nn[0]
-    b = a + 1
-    d = ti[k, DEPTH]
-    set_leaf(ti, tf, a, k, d + 1, s, mid, node_log_avail(codes, wsplit, pj, s, mid))
-    set_leaf(ti, tf, b, k, d + 1, mid, e, node_log_avail(codes, wsplit, pj, mid, e))
-    ti[k, VAR] = v_pick
-    ti[k, CUT] = c_pick
-    ti[k, LEFT] = a
-    ti[k, RIGHT] = b
-    tf[k, RULELP] = rule_log_prob(logw[v_pick], tf[k, LWAVAIL], n_cuts)
-    nn[0] += 2
+    split_leaf(ti, tf, pj, nn, k, v_pick, c_pick, n_cuts, codes, wsplit, logw)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -207,7 +192,7 @@ def _init_rates(ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R
         Dr[k] = 0.0
         if ti[k, LEFT] < 0:
             B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, False)
-        elif _is_nog(ti, k):
+        elif is_nog(ti, k):
             Dr[k] = death_rate(ti, tf, pj, k, prm, resid, w)
 
 
@@ -256,7 +241,7 @@ def _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, s
         B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, False)
         Dr[k] = 0.0
         par = ti[k, PARENT]
-        if par >= 0 and _is_nog(ti, par):
+        if par >= 0 and is_nog(ti, par):
             Dr[par] = death_rate(ti, tf, pj, par, prm, resid, w)
 
 

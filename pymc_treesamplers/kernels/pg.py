@@ -26,17 +26,15 @@ import math
 import numba
 import numpy as np
 
-from ..forest import add_tree, partition_rows, set_leaf
+from ..forest import add_tree, set_leaf, split_leaf
 from ..gaussian import leaf_loglik, leaf_suff
-from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, RIGHT, RULELP, START, VAR
+from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, RIGHT, START, VAR
 from ..prior import (
     NEG_INF,
     code_range,
     draw_split_rule,
     log1m_psplit,
     log_psplit,
-    node_log_avail,
-    rule_log_prob,
 )
 from .sweep import draw_leaves
 
@@ -57,25 +55,12 @@ def _node_stats(Ps, c, u, resid, w, pj, s, e, mu0, s2):
 def _split(Pi, Pf, Ps, Pperm, Pnn, c, u, v, c_cut, n_cuts, codes, wsplit, logw, resid, w, mu0, s2):
     """Split node ``u`` of particle ``c`` by ``code_v <= c_cut``; returns the log likelihood ratio."""
     ti = Pi[c]
-    tf = Pf[c]
     pj = Pperm[c]
-    s = ti[u, START]
-    e = ti[u, END]
-    mid = s + partition_rows(pj, s, e, codes[v], c_cut)
     a = Pnn[c]
-    b = a + 1
-    d = ti[u, DEPTH]
-    set_leaf(ti, tf, a, u, d + 1, s, mid, node_log_avail(codes, wsplit, pj, s, mid))
-    set_leaf(ti, tf, b, u, d + 1, mid, e, node_log_avail(codes, wsplit, pj, mid, e))
-    ti[u, VAR] = v
-    ti[u, CUT] = c_cut
-    ti[u, LEFT] = a
-    ti[u, RIGHT] = b
-    tf[u, RULELP] = rule_log_prob(logw[v], tf[u, LWAVAIL], n_cuts)
-    _node_stats(Ps, c, a, resid, w, pj, s, mid, mu0, s2)
-    _node_stats(Ps, c, b, resid, w, pj, mid, e, mu0, s2)
-    Pnn[c] = b + 1
-    return Ps[c, a, L_] + Ps[c, b, L_] - Ps[c, u, L_]
+    mid = split_leaf(ti, Pf[c], pj, Pnn[c : c + 1], u, v, c_cut, n_cuts, codes, wsplit, logw)
+    _node_stats(Ps, c, a, resid, w, pj, ti[u, START], mid, mu0, s2)
+    _node_stats(Ps, c, a + 1, resid, w, pj, mid, ti[u, END], mu0, s2)
+    return Ps[c, a, L_] + Ps[c, a + 1, L_] - Ps[c, u, L_]
 
 
 @numba.njit(cache=True, nogil=True)
