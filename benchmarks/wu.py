@@ -26,7 +26,8 @@ from .pg_common import RESULTS_DIR, ROOT
 
 SAMPLERS = {
     "CT": ("CTBirthDeathStep", {}),
-    "CT-C": ("CTBirthDeathStep", {"change": True}),
+    "CT-B": ("CTBirthDeathStep", {"rotate": True}),
+    "CT-C": ("CTBirthDeathStep", {"rotate": True, "change": True}),
     "GrowPrune": ("GrowPruneStep", {}),
     "CGM": ("CGMStep", {}),
     "PG": ("PGBARTStep", {}),

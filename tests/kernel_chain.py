@@ -78,8 +78,8 @@ def partition_draws(codes_np, r, w, probs, n_draws, thin, seed, alpha=0.95, beta
 
 
 @numba.njit(cache=True)
-def _ct_chain(rng, n_draws, thin, horizon, n_change, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, r, w,
-              labels, Ti, Tf, Tperm, Tnn, last_rate):
+def _ct_chain(rng, n_draws, thin, horizon, n_change, n_rotate, codes, wsplit, logw, prm, ints, floats, perm, n_nodes,
+              r, w, labels, Ti, Tf, Tperm, Tnn, last_rate):
     n = r.shape[0]
     f = np.empty(n)
     jumps = np.zeros(ints.shape[0], dtype=np.int64)
@@ -88,8 +88,8 @@ def _ct_chain(rng, n_draws, thin, horizon, n_change, codes, wsplit, logw, prm, i
         for _ in range(thin):
             forest_sum(ints, floats, perm, n_nodes, f)
             resid = r - f
-            if sweep_ct(rng, 0, 0, horizon, n_change, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
-                        Ti, Tf, Tperm, Tnn, jumps, rate) >= 0:
+            if sweep_ct(rng, 0, 0, horizon, n_change, n_rotate, codes, wsplit, logw, prm, ints, floats, perm, n_nodes,
+                        resid, w, Ti, Tf, Tperm, Tnn, jumps, rate) >= 0:
                 raise RuntimeError("node capacity exceeded")
         last_rate[d] = rate[0]
         for k in range(n_nodes[0]):
@@ -99,9 +99,10 @@ def _ct_chain(rng, n_draws, thin, horizon, n_change, codes, wsplit, logw, prm, i
 
 
 def ct_partition_draws(codes_np, r, w, horizon, n_draws, thin, seed, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0,
-                       split_weights=None, change=False, return_rates=False):
+                       split_weights=None, change=False, rotate=False, return_rates=False):
     """Partition keys of a one-tree continuous-time birth-death chain.
 
+    ``change``/``rotate``: rounds of rule moves / rotate moves per sweep (bool or count).
     ``horizon < 0`` runs jump mode (one jump per sweep); ``return_rates`` also returns the total
     rate recorded at each kept draw (after its jump, in jump mode).
     """
@@ -109,9 +110,9 @@ def ct_partition_draws(codes_np, r, w, horizon, n_draws, thin, seed, alpha=0.95,
                                                          split_weights)
     n = codes.shape[1]
     cap = 2 * n + 1
-    _ct_chain(np.random.default_rng(seed), n_draws, thin, float(horizon), int(change), codes, wsplit, logw, prm,
-              forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float), np.asarray(w, float),
-              labels, np.full((cap, 8), -1, dtype=np.int32), np.zeros((cap, 3)), np.empty(n, dtype=np.int32),
-              np.zeros(1, dtype=np.int32), rates := np.zeros(n_draws))
+    _ct_chain(np.random.default_rng(seed), n_draws, thin, float(horizon), int(change), int(rotate), codes, wsplit,
+              logw, prm, forest.ints, forest.floats, forest.perm, forest.n_nodes, np.asarray(r, float),
+              np.asarray(w, float), labels, np.full((cap, 8), -1, dtype=np.int32), np.zeros((cap, 3)),
+              np.empty(n, dtype=np.int32), np.zeros(1, dtype=np.int32), rates := np.zeros(n_draws))
     keys = [partition_key(row) for row in labels]
     return (keys, rates) if return_rates else keys

@@ -39,6 +39,32 @@ def test_ct_with_change_moves_escapes_the_root_trap():
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
 
 
+def test_ct_change_moves_switch_mirrored_equivalent_roots():
+    """A third column that mirrors column 0 (``x2 <= c`` is ``x0 > c'``): the same root partition
+    has two rules with the children swapped, which only the relabel Gibbs move connects at
+    sigma = 0.5. With ``change=True`` TV 0.014-0.015 over two seeds against 0.025; births and
+    deaths alone stay on one orientation (TV 0.42), which the second assertion keeps honest."""
+    codes, r, _ = tiny_data(0)
+    mirrored = np.column_stack([codes, codes[:, 0].max() - codes[:, 0]])
+    w = np.full(len(r), 4.0)
+    exact = exact_partition_posterior(mirrored, r, w, 0.95, 2.0, 0.0, 1.0)
+    threshold = tv_threshold(exact, 10000)
+    keys = ct_partition_draws(mirrored, r, w, 1.0, 10000, 20, seed=1, change=True)
+    assert tv_distance(exact, empirical(keys)) < threshold
+    stuck = ct_partition_draws(mirrored, r, w, 1.0, 10000, 20, seed=1)
+    assert tv_distance(exact, empirical(stuck)) > 3 * threshold
+
+
+def test_ct_rotate_dominated_chain_matches_enumeration():
+    """Five rotate proposals per sweep against 0.2 time units of births and deaths (TV 0.013
+    against 0.027); the move-by-move pairing of rotate is checked in tests/test_rotate.py."""
+    codes, r, _ = tiny_data(0)
+    w = np.ones(len(r))
+    exact = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
+    keys = ct_partition_draws(codes, r, w, 0.2, 10000, 50, seed=11, rotate=5)
+    assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
+
+
 def test_ct_larger_tree_space_and_range_codes():
     """Codes with holes (split_points="range"): a cut between distant values has several codes."""
     _, grid, r, _ = _range_data()
@@ -48,14 +74,17 @@ def test_ct_larger_tree_space_and_range_codes():
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
 
 
-@pytest.mark.parametrize(("alpha", "beta", "split_weights"), [(0.95, 2.0, None), (0.9, 1.0, (1.0, 3.0, 0.0))])
-def test_ct_prior_recovered_under_flat_likelihood(alpha, beta, split_weights):
+@pytest.mark.parametrize(
+    ("alpha", "beta", "split_weights", "moves"),
+    [(0.95, 2.0, None, {}), (0.9, 1.0, (1.0, 3.0, 0.0), {}), (0.95, 2.0, None, {"rotate": 3, "change": 1})],
+)
+def test_ct_prior_recovered_under_flat_likelihood(alpha, beta, split_weights, moves):
     codes, r, _ = tiny_data(0)
     if split_weights is not None:
         codes = np.column_stack([codes, (np.arange(codes.shape[0]) % 3)])
     exact = exact_partition_prior(codes, alpha, beta, split_weights)
     keys = ct_partition_draws(codes, r, np.zeros(codes.shape[0]), 1.0, 10000, 10, seed=5, alpha=alpha, beta=beta,
-                              split_weights=split_weights)
+                              split_weights=split_weights, **moves)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
 
 
@@ -83,10 +112,17 @@ def test_ct_options_are_checked():
                 pmt.CTBirthDeathStep([mu], horizon=bad)
         with pytest.raises(TypeError, match="horizon"):
             pmt.CTBirthDeathStep([mu], horizon="1")
-        with pytest.raises(TypeError, match="change"):
-            pmt.CTBirthDeathStep([mu], change="yes")
-        with pytest.raises(TypeError):
-            pmt.CTBirthDeathStep([mu], rotate=True)  # not built: refused like any unknown option
+        for flag in ("change", "rotate"):
+            with pytest.raises(TypeError, match=flag):
+                pmt.CTBirthDeathStep([mu], **{flag: "yes"})
+            with pytest.raises(TypeError, match=flag):
+                pmt.CTBirthDeathStep([mu], **{flag: 1.5})
+            with pytest.raises(ValueError, match=flag):
+                pmt.CTBirthDeathStep([mu], **{flag: -1})
+        step = pmt.CTBirthDeathStep([mu], rotate=True, change=3)
+        assert (step.rotate, step.change) == (1, 3)
+        with pytest.raises(TypeError, match="swap"):
+            pmt.CTBirthDeathStep([mu], swap=True)  # unknown options are refused
 
 
 def test_jump_mode_weighted_histogram_matches_enumeration():
@@ -142,7 +178,8 @@ def test_jump_mode_refuses_other_moving_variables():
         pm.Normal("y", mu, 1.0, observed=r)
         with pytest.raises(ValueError, match="m=2"):
             pmt.CTBirthDeathStep([mu], mode="jump")
-        with pytest.raises(ValueError, match="change"):
-            pmt.CTBirthDeathStep([mu], mode="jump", change=True)
+        for flag in ("change", "rotate"):
+            with pytest.raises(ValueError, match=flag):
+                pmt.CTBirthDeathStep([mu], mode="jump", **{flag: True})
         with pytest.raises(ValueError, match="mode"):
             pmt.CTBirthDeathStep([mu], mode="jumps")

@@ -21,15 +21,18 @@ import math
 import numba
 import numpy as np
 
-from ..forest import add_tree, collapse, split_leaf
+from ..forest import add_tree, collapse, refresh_subtree_prior, repartition_subtree, split_leaf
 from ..gaussian import leaf_loglik, leaf_suff
-from ..layout import DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START
+from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VAR
 from ..prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit
 from .cgm import change_move
 from .growprune import is_nog
+from .relabel import relabel_gibbs
+from .rotate import rotate_move
 from .sweep import draw_leaves
 
 _BIG = 1 << 30
+RATES_SUM, RATES, LOG_RATIOS = range(3)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -42,8 +45,11 @@ def _rows_differ(codes, wsplit, i1, i2):
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, write):
-    """Total birth rate of leaf ``k``; with ``write`` also ``R[v, c]`` = rate of each birth.
+def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, out):
+    """Total birth rate of leaf ``k``; ``out`` = ``RATES_SUM`` (that only), ``RATES`` (also
+    ``R[v, c]`` = rate of each birth) or ``LOG_RATIOS`` (``R[v, c] = log pi(T + (v, c)) - log pi(T)``
+    for every valid split; returns their maximum). The last is used on a node whose children are
+    leaves too: up to a constant, the log posterior of each rule it could carry.
 
     ``sc = (hw, hs, rep, mixed)`` is per-code scratch sized by the largest code. A child can split
     again iff its rows are not all identical in the variables of positive weight; for the left
@@ -61,7 +67,7 @@ def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, write)
     W, S = leaf_suff(resid, w, pj, s, e)
     base = log_psplit(d, alpha, beta) - log1m_psplit(d, alpha, beta) - leaf_loglik(W, S, mu0, s2)
     leaf_split = log1m_psplit(d + 1, alpha, beta)  # prior factor of a child that could split
-    total = 0.0
+    total = 0.0 if out != LOG_RATIOS else NEG_INF
     for v in range(codes.shape[0]):
         if wsplit[v] <= 0.0:
             continue
@@ -111,9 +117,13 @@ def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, write)
                 delta += leaf_split
             if c <= c_right:
                 delta += leaf_split
+            if out == LOG_RATIOS:
+                R[v, c] = delta
+                total = max(total, delta)
+                continue
             r = 1.0 if delta >= 0.0 else math.exp(delta)
             total += r
-            if write:
+            if out == RATES:
                 R[v, c] = r
     return total
 
@@ -145,7 +155,7 @@ def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
     """Split leaf ``k`` by a ``(v, c)`` drawn in proportion to its birth rate."""
     s = ti[k, START]
     e = ti[k, END]
-    total = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, True)
+    total = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES)
     target = rng.random() * total
     v_pick = -1
     c_pick = -1
@@ -164,6 +174,62 @@ def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
         if target < 0.0:
             break
     split_leaf(ti, tf, pj, nn, k, v_pick, c_pick, n_cuts, codes, wsplit, logw)
+
+
+@numba.njit(cache=True, nogil=True)
+def nog_rule_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, sc, R, stack):
+    """Redraw the rule of a uniformly chosen node whose children are leaves from its full conditional.
+
+    Every valid ``(v, c)`` of the node is weighted by the posterior of the tree carrying it (rule
+    prior, the children's split factors and leaf-integrated likelihoods), all from one pass over
+    the node's rows. An exact Gibbs update; the set of such nodes does not depend on their rules,
+    so choosing one uniformly keeps it exact. Returns True if the rule changed.
+    """
+    n_nog = 0
+    for u in range(nn[0]):
+        if is_nog(ti, u):
+            n_nog += 1
+    if n_nog == 0:
+        return False
+    idx = rng.integers(0, n_nog)
+    k = -1
+    for u in range(nn[0]):
+        if is_nog(ti, u):
+            if idx == 0:
+                k = u
+                break
+            idx -= 1
+    s = ti[k, START]
+    e = ti[k, END]
+    top = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, LOG_RATIOS)
+    total = 0.0
+    for v in range(codes.shape[0]):
+        if wsplit[v] > 0.0:
+            mn, mx = code_range(codes[v], pj, s, e)
+            for c in range(mn, mx):
+                total += math.exp(R[v, c] - top)
+    target = rng.random() * total
+    v_pick = -1
+    c_pick = -1
+    for v in range(codes.shape[0]):
+        if wsplit[v] <= 0.0:
+            continue
+        mn, mx = code_range(codes[v], pj, s, e)
+        for c in range(mn, mx):
+            v_pick = v  # the last valid rule absorbs rounding at the top end
+            c_pick = c
+            target -= math.exp(R[v, c] - top)
+            if target < 0.0:
+                break
+        if target < 0.0:
+            break
+    if v_pick == ti[k, VAR] and c_pick == ti[k, CUT]:
+        return False
+    ti[k, VAR] = v_pick
+    ti[k, CUT] = c_pick
+    repartition_subtree(ti, pj, codes, k, stack)
+    refresh_subtree_prior(ti, tf, pj, codes, wsplit, logw, k, stack, False)
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -191,7 +257,7 @@ def _init_rates(ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R
         B[k] = 0.0
         Dr[k] = 0.0
         if ti[k, LEFT] < 0:
-            B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, False)
+            B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
         elif is_nog(ti, k):
             Dr[k] = death_rate(ti, tf, pj, k, prm, resid, w)
 
@@ -229,8 +295,8 @@ def _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, s
         b = ti[k_pick, RIGHT]
         B[k_pick] = 0.0
         Dr[k_pick] = death_rate(ti, tf, pj, k_pick, prm, resid, w)
-        B[a] = leaf_births(ti, tf, pj, a, codes, wsplit, logw, prm, resid, w, sc, R, False)
-        B[b] = leaf_births(ti, tf, pj, b, codes, wsplit, logw, prm, resid, w, sc, R, False)
+        B[a] = leaf_births(ti, tf, pj, a, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
+        B[b] = leaf_births(ti, tf, pj, b, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
         Dr[a] = 0.0
         Dr[b] = 0.0
         par = ti[k_pick, PARENT]
@@ -238,7 +304,7 @@ def _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, s
             Dr[par] = 0.0
     else:
         k = _death(ti, tf, nn, k_pick, B, Dr)
-        B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, False)
+        B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
         Dr[k] = 0.0
         par = ti[k, PARENT]
         if par >= 0 and is_nog(ti, par):
@@ -289,10 +355,13 @@ def ct_scratch(codes, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def sweep_ct(rng, j0, resume, horizon, n_change, codes, wsplit, logw, prm, ints, floats, perm, n_nodes, resid, w,
-             Ti, Tf, Tperm, Tnn, jumps_out, rate_out):
+def sweep_ct(rng, j0, resume, horizon, n_change, n_rotate, codes, wsplit, logw, prm, ints, floats, perm, n_nodes,
+             resid, w, Ti, Tf, Tperm, Tnn, jumps_out, rate_out):
     """Birth-death for time ``horizon`` on trees ``j0 .. m-1`` (counterpart of ``sweep``), each
-    followed by ``n_change`` CGM change moves (exact MH on one node's rule; the CT-C arm).
+    followed by ``n_rotate`` rotate moves (:mod:`.rotate`) and ``n_change`` rounds of rule moves
+    (one CGM change move, an exact MH redraw of any node's rule; an exact Gibbs redraw of the rule
+    of a node whose children are leaves, :func:`nog_rule_gibbs`; an exact Gibbs redraw of a node's
+    rule among those that cut its rows the same way, :func:`.relabel.relabel_gibbs`).
 
     Each tree runs in the scratch tree ``(Ti, Tf, Tperm, Tnn)`` (room for ``2n + 1`` nodes) and
     is copied back. Returns -1 when done, or ``j`` when tree ``j``'s result does not fit its node
@@ -309,6 +378,10 @@ def sweep_ct(rng, j0, resume, horizon, n_change, codes, wsplit, logw, prm, ints,
     bk_i = np.empty((big, Ti.shape[1]), dtype=Ti.dtype)
     bk_f = np.empty((big, Tf.shape[1]))
     bk_p = np.empty(n, dtype=Tperm.dtype)
+    L = 4 * n + 4
+    rs = (np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int64),
+          np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int64),
+          np.empty(L, dtype=np.int32))
     mu0 = prm[2]
     s2 = prm[3]
     for j in range(j0, m):
@@ -325,9 +398,13 @@ def sweep_ct(rng, j0, resume, horizon, n_change, codes, wsplit, logw, prm, ints,
             Tnn[0] = k
             jumps, rate = ct_update(rng, horizon, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, B, Dr,
                                     sc, R)
+            for _ in range(n_rotate):
+                rotate_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, rs, bk_i, bk_f, bk_p)
             for _ in range(n_change):
                 change_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, scratch_p, stack, bk_i,
                             bk_f, bk_p)
+                nog_rule_gibbs(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, sc, R, stack)
+                relabel_gibbs(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, stack)
             jumps_out[j] = jumps
             rate_out[j] = rate
             if Tnn[0] > cap:

@@ -10,6 +10,17 @@ from ..layout import N_FLOAT_FIELDS, N_INT_FIELDS
 from .base import BaseTreeStep
 
 
+def _move_count(name: str, value) -> int:
+    """``True``/``False`` or a count of moves per tree and draw, as an int."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be True, False or a number of moves per tree and draw, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0 moves per tree and draw, got {value}")
+    return int(value)
+
+
 class CTBirthDeathStep(BaseTreeStep):
     """Continuous-time birth-death MCMC: each tree follows the birth-death jump process for time
     ``horizon`` per draw and keeps the state it is in at that time.
@@ -18,9 +29,20 @@ class CTBirthDeathStep(BaseTreeStep):
     at rate ``min(1, pi(T') / pi(T))``: detailed balance holds for every pair, so the state at a
     fixed time is an exact conditional draw, and the step composes with sigma, other trees and
     other variables. ``horizon`` (> 0, default 1.0) trades cost for mixing: the expected number of
-    jumps per tree is about ``horizon`` times the total rate. ``change=True`` follows each tree's
-    run with one CGM change move (an exact Metropolis-Hastings redraw of one node's rule, the
-    paper's CT-C arm): births and deaths alone cannot move a well-supported root split.
+    jumps per tree is about ``horizon`` times the total rate.
+
+    Births and deaths alone cannot move a well-supported root split, so two kinds of exact rule
+    moves can follow each tree's run (``True`` for one, or a number per tree and draw):
+
+    * ``rotate``: Pratola's (2016) rotate, an exact Metropolis-Hastings move that lifts a split
+      above its parent or merges two identical lifted copies back (:mod:`..kernels.rotate`);
+    * ``change``: one round of rule redraws, each exact: a CGM change (MH redraw of any node's
+      rule from its prior), a Gibbs redraw of the rule of a node whose children are leaves (all
+      its rules weighted from one pass over its rows), and a Gibbs redraw of a node's rule among
+      the rules that cut its rows the same way, mirrored or not (:mod:`..kernels.relabel`; it is
+      what moves a root split from x1 to the equivalent split on x3 on the Wu et al. data).
+
+    ``rotate=True, change=True`` is the paper's CT-C arm, ``rotate=True`` alone its CT-B.
 
     ``mode="jump"`` (one tree, nothing else in the model moving) makes exactly one jump per draw
     and records ``waiting_time``, the expected holding time ``1 / Lambda(T)`` of the state the draw
@@ -60,12 +82,10 @@ class CTBirthDeathStep(BaseTreeStep):
         if not (np.isfinite(horizon) and horizon > 0):
             raise ValueError(f"horizon must be finite and > 0, got {horizon!r}")
         self.horizon = float(horizon)
-        change = kwargs.pop("change", False)
-        if not isinstance(change, (bool, np.bool_)):
-            raise TypeError(f"change must be True or False, got {change!r}")
-        self.change = bool(change)
-        if self.change and mode == "jump":
-            raise ValueError("change=True cannot be combined with mode='jump' (the weights are the jump chain's)")
+        for flag in ("change", "rotate"):
+            setattr(self, flag, _move_count(flag, kwargs.pop(flag, False)))
+            if getattr(self, flag) and mode == "jump":
+                raise ValueError(f"{flag} moves cannot be combined with mode='jump' (the weights are the jump chain's)")
         self._probs = np.zeros(4)
 
     def _extra_stats_dtypes(self) -> dict:
@@ -89,7 +109,7 @@ class CTBirthDeathStep(BaseTreeStep):
         j, resume = 0, 0
         while True:
             horizon = -1.0 if self.mode == "jump" else self.horizon
-            j = sweep_ct(self.rng, j, resume, horizon, int(self.change), self.codes, self.wsplit, self.logw,
+            j = sweep_ct(self.rng, j, resume, horizon, self.change, self.rotate, self.codes, self.wsplit, self.logw,
                          self.prm, fr.ints, fr.floats, fr.perm, fr.n_nodes, resid, w, self._Ti, self._Tf,
                          self._Tperm, self._Tnn, self._jumps, self._rate)
             if j < 0:

@@ -1,0 +1,102 @@
+"""Rotate moves (kernels/rotate.py) and the rule redraws of ``change`` (kernels/relabel.py, ct.py).
+
+The rotate kernel is an MH move with the move drawn uniformly from the ``|M(T)|`` ups and downs;
+its acceptance ``min(1, pi' |M| / (pi |M'|))`` is exact when, for every pair of trees, there are as
+many moves from T to T' as from T' to T. That is checked here move by move on random trees; the
+statistical tests against enumeration are in tests/test_ct.py.
+"""
+
+import numpy as np
+import pytest
+from exact import tiny_data
+
+from pymc_treesamplers.forest import Forest, init_root_availability, split_leaf
+from pymc_treesamplers.kernels.rotate import apply_move, count_moves, encode_preorder, rebuild, span_ends
+from pymc_treesamplers.layout import END, LEFT, START
+from pymc_treesamplers.prior import code_range
+
+
+def _codes():
+    codes, _, _ = tiny_data(0)
+    extra = (np.arange(codes.shape[0]) * 5) % 4  # a third column with four codes: deeper trees
+    return np.ascontiguousarray(np.column_stack([codes, extra]).T.astype(np.uint16))
+
+
+def _random_tree(codes, rng, n_splits):
+    p, n = codes.shape
+    wsplit = np.ones(p)
+    fr = Forest.empty(1, n, 0.0, cap=4 * n)
+    init_root_availability(codes, wsplit, fr.floats, fr.perm)
+    ti, tf, pj, nn = fr.ints[0], fr.floats[0], fr.perm[0], fr.n_nodes[0:1]
+    for _ in range(n_splits):
+        leaves = [k for k in range(nn[0]) if ti[k, LEFT] < 0]
+        k = leaves[rng.integers(len(leaves))]
+        rules = []
+        for v in range(p):
+            mn, mx = code_range(codes[v], pj, ti[k, START], ti[k, END])
+            rules += [(v, c, mx - mn) for c in range(mn, mx)]
+        if rules:
+            v, c, n_cuts = rules[rng.integers(len(rules))]
+            split_leaf(ti, tf, pj, nn, k, v, c, n_cuts, codes, wsplit, np.zeros(p))
+    return fr
+
+
+def _seq(fr):
+    n = fr.perm.shape[1]
+    V = np.empty(4 * n + 4, dtype=np.int32)
+    C = np.empty(4 * n + 4, dtype=np.int32)
+    L = encode_preorder(fr.ints[0], V, C, np.empty(4 * n + 4, dtype=np.int32))
+    return V[:L].copy(), C[:L].copy()
+
+
+def _moves(V, C):
+    """Every tree reachable by one rotate move: list of (V', C') in move order."""
+    L = len(V)
+    end = np.empty(L, dtype=np.int64)
+    span_ends(V, L, end)
+    out = []
+    V2 = np.empty(2 * L + 2, dtype=np.int32)
+    C2 = np.empty(2 * L + 2, dtype=np.int32)
+    for idx in range(count_moves(V, C, L, end)):
+        L2 = apply_move(V, C, L, end, idx, V2, C2)
+        out.append((V2[:L2].copy(), C2[:L2].copy()))
+    return out
+
+
+def _valid(codes, V, C):
+    """Whether the rule sequence is a tree with no empty side on these rows."""
+    p, n = codes.shape
+    fr = Forest.empty(1, n, 0.0, cap=4 * n + 4)
+    init_root_availability(codes, np.ones(p), fr.floats, fr.perm)
+    return rebuild(fr.ints[0], fr.floats[0], fr.perm[0], fr.n_nodes[0:1], V, C, len(V), codes, np.ones(p),
+                   np.zeros(p), np.empty(4 * n + 4, dtype=np.int32))
+
+
+def _key(V, C):
+    return tuple(V.tolist()), tuple(C.tolist())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rotate_moves_pair_up_one_to_one(seed):
+    codes = _codes()
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for _ in range(100):
+        V, C = _seq(_random_tree(codes, rng, int(rng.integers(2, 6))))
+        here = _key(V, C)
+        forward = [_key(*t) for t in _moves(V, C) if _valid(codes, *t)]
+        for target in set(forward):
+            back = [_key(*t) for t in _moves(np.array(target[0], np.int32), np.array(target[1], np.int32))]
+            assert back.count(here) == forward.count(target), (here, target)
+            checked += 1
+    assert checked > 20  # the random trees do have valid rotations
+
+
+def test_rebuild_reproduces_a_tree_and_rejects_empty_sides():
+    codes = _codes()
+    fr = _random_tree(codes, np.random.default_rng(9), 4)
+    V, C = _seq(fr)
+    assert _valid(codes, V, C)
+    # the same rule twice down one branch leaves the inner split with an empty side
+    v, c = 0, 0
+    assert not _valid(codes, np.array([v, v, -1, -1, -1], np.int32), np.array([c, c, -1, -1, -1], np.int32))
