@@ -1,7 +1,7 @@
 """Friedman #1 benchmark: pymc-treesamplers vs pymc-bart vs stochtree.
 
     python -m benchmarks.friedman [--quick] [--out docs/benchmarks.md]
-        [--samplers growprune,cgm,pymc-bart,stochtree] [--sizes 1000,10000]
+        [--samplers growprune,cgm,pymc-bart,stochtree] [--sizes 1000,10000]  (also: pg, ct-h0.25/0.5/1/2)
         [--trees 50,200] [--reuse [--rerun-contended]] [--cores 2] [--seed 1234]
         [--shorten SAMPLER:N:M:TUNE:DRAWS] [--no-reduce] [--timeout-min 90]
 
@@ -54,12 +54,15 @@ from benchmarks.common import (
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-ALL_SAMPLERS = ["growprune", "cgm", "pymc-bart", "stochtree"]
-PYMC_ARMS = {"growprune", "cgm", "pymc-bart"}
+ALL_SAMPLERS = ["growprune", "cgm", "pg", "ct-h0.25", "ct-h0.5", "ct-h1", "ct-h2", "pymc-bart", "stochtree"]
+DEFAULT_SAMPLERS = ["growprune", "cgm", "pymc-bart", "stochtree"]
+PYMC_ARMS = set(ALL_SAMPLERS) - {"stochtree"}
 REFERENCES = ["pymc-bart", "stochtree"]
 LABELS = {
     "growprune": "pmt GrowPrune",
     "cgm": "pmt CGM",
+    "pg": "pmt PG (10 particles)",
+    **{f"ct-h{h}": f"pmt CTBirthDeath (horizon {h})" for h in ("0.25", "0.5", "1", "2")},
     "pymc-bart": "pymc-bart (PGBART)",
     "stochtree": "stochtree (GP MCMC)",
 }
@@ -175,6 +178,10 @@ def _run_pymc_arm(spec, X, y, X_test):
             step = [bart_pkg.GrowPruneStep([mu])]
         elif sampler == "cgm":
             step = [bart_pkg.CGMStep([mu])]
+        elif sampler == "pg":
+            step = [bart_pkg.PGBARTStep([mu])]
+        elif sampler.startswith("ct-h"):
+            step = [bart_pkg.CTBirthDeathStep([mu], horizon=float(sampler[4:]))]
         else:  # pragma: no cover
             raise ValueError(sampler)
         idata = pm.sample(
@@ -643,7 +650,7 @@ def parse_args(argv):
     p.add_argument(
         "--out", default=None, help="markdown output (default docs/benchmarks.md, --quick: docs/benchmarks-quick.md)"
     )
-    p.add_argument("--samplers", default=",".join(ALL_SAMPLERS), help=f"comma list from {ALL_SAMPLERS}")
+    p.add_argument("--samplers", default=",".join(DEFAULT_SAMPLERS), help=f"comma list from {ALL_SAMPLERS}")
     p.add_argument("--sizes", default=None, help="comma list of n (default 1000,10000; --quick: 300)")
     p.add_argument("--trees", default=None, help="comma list of m (default 50,200; --quick: 20)")
     p.add_argument(
@@ -738,7 +745,9 @@ def main(argv=None) -> int:
     if not args.no_saved_refs:  # make the ratio columns available without rerunning the references
         for n in args.sizes:
             for m in args.trees:
-                for ref in REFERENCES:
+                # saved rows of the references and of the slower pmt arms measured at selected sizes only
+                extra = [s for s in ALL_SAMPLERS if s not in DEFAULT_SAMPLERS]
+                for ref in REFERENCES + extra:
                     if ref not in args.samplers:
                         saved = load_saved(ref, n, m, args)
                         if saved is not None:

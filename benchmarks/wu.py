@@ -112,8 +112,10 @@ def report(results: list[dict], args, argv) -> str:
         "",
         f"* Machine: {machine_info()}; versions: {package_versions()}.",
         f"* n = 300, m = 1, alpha = 0.95, beta = 2, sigma fixed at the true sd; one chain per row, "
-        f"{args.burn} burn-in + {args.iters} kept iterations, seed {args.seed}. CT: horizon 1; CT-C: CT plus one "
-        "change move per draw; PG: 10 particles, the paper's settings.",
+        f"{args.burn} burn-in + {args.iters} kept iterations, seed {args.seed}. The paper's arms: CT (CT-A): "
+        "birth-death, horizon 1; CT-B: plus one rotate move per tree and draw (`rotate=True`); CT-C: plus one "
+        "round of rule moves (`change=True`: CGM change, nog-rule Gibbs, same-bipartition relabel Gibbs). "
+        "PG: 10 particles.",
         "* activity = share of all splits over the kept draws on x1 / x2 / x3 (the CT paper reports about "
         "0.25 / 0.5 / 0.25 for a sampler that mixes); x1 share = x1 / (x1 + x3) among splits (target 0.3-0.7 at "
         "sd 0.1); root switches = changes of the root variable between x1 and x3 along the chain; unique trees = "
