@@ -14,7 +14,7 @@ from ..forest import refresh_subtree_prior, repartition_subtree
 from ..gaussian import leaf_loglik, leaf_suff
 from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VAR
 from ..prior import draw_split_rule, leaf_log_prior
-from .growprune import grow_move, prune_move
+from .growprune import grow_move, prune_move, random_node
 
 MOVE_NONE, MOVE_GROW, MOVE_PRUNE, MOVE_CHANGE, MOVE_SWAP = range(5)
 
@@ -88,20 +88,9 @@ def change_move(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, scratch
     The proposal probability of the new rule equals its prior, so the ratio keeps only the
     prior and likelihood of the nodes below.
     """
-    n_int = 0
-    for u in range(nn[0]):
-        if ti[u, LEFT] >= 0:
-            n_int += 1
-    if n_int == 0:
+    k = random_node(rng, ti, nn, False)
+    if k < 0:
         return False
-    idx = rng.integers(0, n_int)
-    k = -1
-    for u in range(nn[0]):
-        if ti[u, LEFT] >= 0:
-            if idx == 0:
-                k = u
-                break
-            idx -= 1
     v, c, _ = draw_split_rule(rng, codes, wsplit, pj, ti[k, START], ti[k, END], scratch_p)
     if v == ti[k, VAR] and c == ti[k, CUT]:
         return False  # proposal equals the current tree: nothing changes (not counted as accepted)

@@ -26,7 +26,7 @@ from ..gaussian import leaf_loglik, leaf_suff
 from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VAR
 from ..prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit
 from .cgm import change_move
-from .growprune import is_nog
+from .growprune import is_nog, random_node
 from .relabel import relabel_gibbs
 from .rotate import rotate_move
 from .sweep import draw_leaves
@@ -151,11 +151,9 @@ def death_rate(ti, tf, pj, k, prm, resid, w):
 
 
 @numba.njit(cache=True, nogil=True)
-def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
-    """Split leaf ``k`` by a ``(v, c)`` drawn in proportion to its birth rate."""
-    s = ti[k, START]
-    e = ti[k, END]
-    total = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES)
+def _pick_rule(rng, codes, wsplit, pj, s, e, R, total):
+    """``(v, c, n_cuts)`` drawn in proportion to the weights ``R[v, c]`` (summing to ``total``) of
+    the valid rules of the rows ``pj[s:e]``."""
     target = rng.random() * total
     v_pick = -1
     c_pick = -1
@@ -165,15 +163,23 @@ def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
             continue
         mn, mx = code_range(codes[v], pj, s, e)
         for c in range(mn, mx):
-            v_pick = v  # the last valid birth absorbs rounding at the top end
+            v_pick = v  # the last valid rule absorbs rounding at the top end
             c_pick = c
             n_cuts = mx - mn
             target -= R[v, c]
             if target < 0.0:
-                break
-        if target < 0.0:
-            break
-    split_leaf(ti, tf, pj, nn, k, v_pick, c_pick, n_cuts, codes, wsplit, logw)
+                return v_pick, c_pick, n_cuts
+    return v_pick, c_pick, n_cuts
+
+
+@numba.njit(cache=True, nogil=True)
+def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
+    """Split leaf ``k`` by a ``(v, c)`` drawn in proportion to its birth rate."""
+    s = ti[k, START]
+    e = ti[k, END]
+    total = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES)
+    v, c, n_cuts = _pick_rule(rng, codes, wsplit, pj, s, e, R, total)
+    split_leaf(ti, tf, pj, nn, k, v, c, n_cuts, codes, wsplit, logw)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -185,20 +191,9 @@ def nog_rule_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, sc, 
     the node's rows. An exact Gibbs update; the set of such nodes does not depend on their rules,
     so choosing one uniformly keeps it exact. Returns True if the rule changed.
     """
-    n_nog = 0
-    for u in range(nn[0]):
-        if is_nog(ti, u):
-            n_nog += 1
-    if n_nog == 0:
+    k = random_node(rng, ti, nn, True)
+    if k < 0:
         return False
-    idx = rng.integers(0, n_nog)
-    k = -1
-    for u in range(nn[0]):
-        if is_nog(ti, u):
-            if idx == 0:
-                k = u
-                break
-            idx -= 1
     s = ti[k, START]
     e = ti[k, END]
     top = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, LOG_RATIOS)
@@ -207,22 +202,9 @@ def nog_rule_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, sc, 
         if wsplit[v] > 0.0:
             mn, mx = code_range(codes[v], pj, s, e)
             for c in range(mn, mx):
-                total += math.exp(R[v, c] - top)
-    target = rng.random() * total
-    v_pick = -1
-    c_pick = -1
-    for v in range(codes.shape[0]):
-        if wsplit[v] <= 0.0:
-            continue
-        mn, mx = code_range(codes[v], pj, s, e)
-        for c in range(mn, mx):
-            v_pick = v  # the last valid rule absorbs rounding at the top end
-            c_pick = c
-            target -= math.exp(R[v, c] - top)
-            if target < 0.0:
-                break
-        if target < 0.0:
-            break
+                R[v, c] = math.exp(R[v, c] - top)
+                total += R[v, c]
+    v_pick, c_pick, _ = _pick_rule(rng, codes, wsplit, pj, s, e, R, total)
     if v_pick == ti[k, VAR] and c_pick == ti[k, CUT]:
         return False
     ti[k, VAR] = v_pick

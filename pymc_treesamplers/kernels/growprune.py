@@ -43,6 +43,27 @@ def is_nog(ti, k):
 
 
 @numba.njit(cache=True, nogil=True)
+def random_node(rng, ti, nn, nog_only):
+    """A uniformly chosen internal node (with ``nog_only``: one whose children are leaves), or -1.
+
+    Draws nothing when there is none.
+    """
+    count = 0
+    for u in range(nn[0]):
+        if is_nog(ti, u) if nog_only else ti[u, LEFT] >= 0:
+            count += 1
+    if count == 0:
+        return -1
+    idx = rng.integers(0, count)
+    for u in range(nn[0]):
+        if is_nog(ti, u) if nog_only else ti[u, LEFT] >= 0:
+            if idx == 0:
+                return u
+            idx -= 1
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
 def count_nog(ti, nn):
     c = 0
     for k in range(nn[0]):

@@ -16,6 +16,7 @@ import numba
 from ..forest import refresh_subtree_prior, repartition_subtree
 from ..layout import CUT, END, LEFT, RIGHT, START, VAR
 from ..prior import code_range
+from .growprune import random_node
 
 
 @numba.njit(cache=True, nogil=True)
@@ -24,20 +25,9 @@ def relabel_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, stack):
 
     Returns True if the tree changed. ``stack``: int scratch of length >= number of nodes.
     """
-    n_int = 0
-    for u in range(nn[0]):
-        if ti[u, LEFT] >= 0:
-            n_int += 1
-    if n_int == 0:
+    k = random_node(rng, ti, nn, False)
+    if k < 0:
         return False
-    idx = rng.integers(0, n_int)
-    k = -1
-    for u in range(nn[0]):
-        if ti[u, LEFT] >= 0:
-            if idx == 0:
-                k = u
-                break
-            idx -= 1
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
     # pass 1: total prior weight of the class; pass 2: pick a member
