@@ -88,7 +88,7 @@ def change_move(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, scratch
     The proposal probability of the new rule equals its prior, so the ratio keeps only the
     prior and likelihood of the nodes below.
     """
-    k = random_node(rng, ti, nn, False)
+    k = random_node(rng, ti, tf, nn, False)
     if k < 0:
         return False
     v, c, _ = draw_split_rule(rng, codes, wsplit, pj, ti[k, START], ti[k, END], scratch_p)

@@ -191,7 +191,7 @@ def nog_rule_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, sc, 
     the node's rows. An exact Gibbs update; the set of such nodes does not depend on their rules,
     so choosing one uniformly keeps it exact. Returns True if the rule changed.
     """
-    k = random_node(rng, ti, nn, True)
+    k = random_node(rng, ti, tf, nn, True)
     if k < 0:
         return False
     s = ti[k, START]

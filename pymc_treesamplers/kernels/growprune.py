@@ -43,27 +43,6 @@ def is_nog(ti, k):
 
 
 @numba.njit(cache=True, nogil=True)
-def random_node(rng, ti, nn, nog_only):
-    """A uniformly chosen internal node (with ``nog_only``: one whose children are leaves), or -1.
-
-    Draws nothing when there is none.
-    """
-    count = 0
-    for u in range(nn[0]):
-        if is_nog(ti, u) if nog_only else ti[u, LEFT] >= 0:
-            count += 1
-    if count == 0:
-        return -1
-    idx = rng.integers(0, count)
-    for u in range(nn[0]):
-        if is_nog(ti, u) if nog_only else ti[u, LEFT] >= 0:
-            if idx == 0:
-                return u
-            idx -= 1
-    return -1
-
-
-@numba.njit(cache=True, nogil=True)
 def count_nog(ti, nn):
     c = 0
     for k in range(nn[0]):
@@ -85,6 +64,30 @@ def _nth(ti, tf, nn, idx, want_nog):
             if c == idx:
                 return k
             c += 1
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def random_node(rng, ti, tf, nn, nog_only):
+    """A uniformly chosen internal node (with ``nog_only``: one whose children are leaves), or -1.
+
+    Draws nothing when there is none.
+    """
+    if nog_only:
+        count = count_nog(ti, nn)
+        return _nth(ti, tf, nn, rng.integers(0, count), True) if count > 0 else -1
+    count = 0
+    for u in range(nn[0]):
+        if ti[u, LEFT] >= 0:
+            count += 1
+    if count == 0:
+        return -1
+    idx = rng.integers(0, count)
+    for u in range(nn[0]):
+        if ti[u, LEFT] >= 0:
+            if idx == 0:
+                return u
+            idx -= 1
     return -1
 
 

@@ -25,7 +25,7 @@ def relabel_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, stack):
 
     Returns True if the tree changed. ``stack``: int scratch of length >= number of nodes.
     """
-    k = random_node(rng, ti, nn, False)
+    k = random_node(rng, ti, tf, nn, False)
     if k < 0:
         return False
     a = ti[k, LEFT]

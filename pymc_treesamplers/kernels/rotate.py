@@ -188,9 +188,7 @@ def rebuild(ti, tf, pj, nn, V, C, L, codes, wsplit, logw, stack):
 
     Returns False (tree half built; the caller restores it) when a split leaves a side empty.
     """
-    n_old = nn[0]
-    for k in range(1, n_old):
-        ti[k, LEFT] = -1
+    # slots past nn are never read, and split_leaf writes each new node whole
     ti[0, VAR] = -1
     ti[0, CUT] = -1
     ti[0, LEFT] = -1
