@@ -109,19 +109,25 @@ def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, out):
         rule = logw[v] - lwk - math.log(mx - mn)
         WL = 0.0
         SL = 0.0
+        delta = 0.0
+        r = 0.0
         for c in range(mn, mx):
-            WL += hw[c]
-            SL += hs[c]
-            delta = base + rule + leaf_loglik(WL, SL, mu0, s2) + leaf_loglik(W - WL, S - SL, mu0, s2)
-            if c >= c_left:
-                delta += leaf_split
-            if c <= c_right:
-                delta += leaf_split
+            # a cut just above a code holding no rows splits the rows as the cut below it does, and
+            # both splittability thresholds sit on codes holding rows: same delta, skip the logs
+            if c == mn or rep[c] >= 0:
+                WL += hw[c]
+                SL += hs[c]
+                delta = base + rule + leaf_loglik(WL, SL, mu0, s2) + leaf_loglik(W - WL, S - SL, mu0, s2)
+                if c >= c_left:
+                    delta += leaf_split
+                if c <= c_right:
+                    delta += leaf_split
+                if out != LOG_RATIOS:
+                    r = 1.0 if delta >= 0.0 else math.exp(delta)
             if out == LOG_RATIOS:
                 R[v, c] = delta
                 total = max(total, delta)
                 continue
-            r = 1.0 if delta >= 0.0 else math.exp(delta)
             total += r
             if out == RATES:
                 R[v, c] = r
