@@ -102,6 +102,36 @@ def test_ct_through_pm_sample():
     assert float(stats["jumps"].mean()) > 0 and float(stats["total_rate"].mean()) > 0
 
 
+def _wu_roots(kw, seed):
+    """Root variable of each kept draw of one chain on the Wu et al. data at noise sd 0.1."""
+    from pymc_treesamplers.datasets import wu_tjelmeland_west
+    from pymc_treesamplers.trace import decode_forest
+
+    X, y, _ = wu_tjelmeland_west(300, 0.1, seed)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=1, split_points="range", max_bins=100)
+        pm.Normal("y", mu, 0.1, observed=y)
+        idata = pm.sample(tune=300, draws=2000, chains=1, random_seed=seed, progressbar=False,
+                          step=[pmt.CTBirthDeathStep([mu], **kw)], compute_convergence_checks=False)
+    enc = idata.sample_stats["mu_forest"].values.reshape(-1)
+    roots = np.array([decode_forest(str(text))[2][0] for text in enc])
+    return roots[(roots == 0) | (roots == 2)]
+
+
+def test_ct_c_switches_equivalent_roots_on_wu_data():
+    """The issue's target on the benchmark's setting (sd 0.1, 99 equally spaced cuts): with rotate
+    (Pratola's rotate plus pivots) and rule moves one chain puts its root on x1 in 0.3-0.7 of the
+    draws and switches often (seeds 1-11 at 20,000 draws: 0.49-0.52, ~5000 switches); birth-death
+    alone never switches: its only way from one root to the other runs through the root-only tree.
+    Without pivots, 6 of 8 seeds stayed on one root (greedy first cuts, then no move to undo them)."""
+    roots = _wu_roots({"rotate": True, "change": True}, 11)
+    assert roots.size > 1900
+    assert 0.3 <= np.mean(roots == 0) <= 0.7
+    assert np.sum(roots[1:] != roots[:-1]) > 100
+    plain = _wu_roots({}, 11)
+    assert np.sum(plain[1:] != plain[:-1]) == 0
+
+
 def test_ct_options_are_checked():
     X = np.random.default_rng(0).uniform(size=(30, 2))
     with pm.Model():

@@ -27,11 +27,11 @@ from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, STAR
 from ..prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit
 from .cgm import change_move
 from .growprune import is_nog, random_node
+from .pivot import pivot_move
 from .relabel import relabel_gibbs
 from .rotate import rotate_move
 from .sweep import draw_leaves
 
-_BIG = 1 << 30
 RATES_SUM, RATES, LOG_RATIOS = range(3)
 
 
@@ -346,10 +346,12 @@ def ct_scratch(codes, n):
 def sweep_ct(rng, j0, resume, horizon, n_change, n_rotate, codes, wsplit, logw, prm, ints, floats, perm, n_nodes,
              resid, w, Ti, Tf, Tperm, Tnn, jumps_out, rate_out):
     """Birth-death for time ``horizon`` on trees ``j0 .. m-1`` (counterpart of ``sweep``), each
-    followed by ``n_rotate`` rotate moves (:mod:`.rotate`) and ``n_change`` rounds of rule moves
-    (one CGM change move, an exact MH redraw of any node's rule; an exact Gibbs redraw of the rule
-    of a node whose children are leaves, :func:`nog_rule_gibbs`; an exact Gibbs redraw of a node's
-    rule among those that cut its rows the same way, :func:`.relabel.relabel_gibbs`).
+    followed by ``n_rotate`` rotate moves (:mod:`.rotate`), each with a pivot move
+    (:mod:`.pivot`, the rotation rotate cannot make because a copy would be empty), and
+    ``n_change`` rounds of rule moves (one CGM change move, an exact MH redraw of any node's
+    rule; an exact Gibbs redraw of the rule of a node whose children are leaves,
+    :func:`nog_rule_gibbs`; an exact Gibbs redraw of a node's rule among those that cut its rows
+    the same way, :func:`.relabel.relabel_gibbs`).
 
     Each tree runs in the scratch tree ``(Ti, Tf, Tperm, Tnn)`` (room for ``2n + 1`` nodes) and
     is copied back. Returns -1 when done, or ``j`` when tree ``j``'s result does not fit its node
@@ -369,7 +371,7 @@ def sweep_ct(rng, j0, resume, horizon, n_change, n_rotate, codes, wsplit, logw, 
     L = 4 * n + 4
     rs = (np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int64),
           np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int64),
-          np.empty(L, dtype=np.int32))
+          np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32))
     mu0 = prm[2]
     s2 = prm[3]
     for j in range(j0, m):
@@ -388,6 +390,7 @@ def sweep_ct(rng, j0, resume, horizon, n_change, n_rotate, codes, wsplit, logw, 
                                     sc, R)
             for _ in range(n_rotate):
                 rotate_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, rs, bk_i, bk_f, bk_p)
+                pivot_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, rs, bk_i, bk_f, bk_p)
             for _ in range(n_change):
                 change_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, scratch_p, stack, bk_i,
                             bk_f, bk_p)

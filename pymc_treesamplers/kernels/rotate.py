@@ -32,8 +32,9 @@ from .cgm import _backup, _restore
 
 
 @numba.njit(cache=True, nogil=True)
-def encode_preorder(ti, V, C, stack):
-    """Write the tree's rules in preorder into ``V``/``C``; returns the sequence length."""
+def encode_preorder(ti, V, C, stack, S):
+    """Write the tree's rules in preorder into ``V``/``C`` and the nodes' slots into ``S``;
+    returns the sequence length."""
     top = 0
     stack[top] = 0
     top += 1
@@ -43,6 +44,7 @@ def encode_preorder(ti, V, C, stack):
         u = stack[top]
         V[L] = ti[u, VAR]
         C[L] = ti[u, CUT]
+        S[L] = u
         L += 1
         if ti[u, LEFT] >= 0:
             stack[top] = ti[u, RIGHT]
@@ -234,10 +236,10 @@ def tree_log_post(ti, tf, pj, nn, prm, resid, w):
 def rotate_move(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, rs, bk_i, bk_f, bk_p):
     """One rotate Metropolis-Hastings step; returns True if the tree changed.
 
-    ``rs = (V, C, end, V2, C2, end2, stack)``: int scratch, the sequences of length ``>= 4n + 4``.
+    ``rs = (V, C, end, V2, C2, end2, stack, S)``: int scratch, the sequences of length ``>= 4n + 4``.
     """
-    V, C, end, V2, C2, end2, stack = rs
-    L = encode_preorder(ti, V, C, stack)
+    V, C, end, V2, C2, end2, stack, S = rs
+    L = encode_preorder(ti, V, C, stack, S)
     span_ends(V, L, end)
     n_moves = count_moves(V, C, L, end)
     if n_moves == 0:

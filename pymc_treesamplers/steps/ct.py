@@ -35,7 +35,10 @@ class CTBirthDeathStep(BaseTreeStep):
     moves can follow each tree's run (``True`` for one, or a number per tree and draw):
 
     * ``rotate``: Pratola's (2016) rotate, an exact Metropolis-Hastings move that lifts a split
-      above its parent or merges two identical lifted copies back (:mod:`..kernels.rotate`);
+      above its parent or merges two identical lifted copies back (:mod:`..kernels.rotate`), each
+      followed by a pivot, the tree rotation for the case where one lifted copy would be empty
+      (:mod:`..kernels.pivot`; every leaf keeps its rows, so a root cut placed short of a gap can
+      be moved under the split that should be the root, and the leftover split dies);
     * ``change``: one round of rule redraws, each exact: a CGM change (MH redraw of any node's
       rule from its prior), a Gibbs redraw of the rule of a node whose children are leaves (all
       its rules weighted from one pass over its rows), and a Gibbs redraw of a node's rule among
