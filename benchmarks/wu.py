@@ -108,7 +108,7 @@ GRID_TEXT = {
     "BayesTree's default `usequants=FALSE, numcut=100`); about 25 cuts fall in the 0.4-0.6 gap of x1 and of x3, "
     "all giving the same partition.",
     "data": "Cut grid `data` (package default): cuts between consecutive distinct values (256 quantile bins); "
-    "exactly one cut falls in each gap, so a root cut one code off the gap must drag a stray row with it and "
+    "exactly one cut falls in each gap, so a root cut one code off the gap drags a stray row with it and "
     "the tree needs an extra split to isolate that row.",
 }
 
@@ -151,8 +151,9 @@ def report(results: list[dict], args, argv) -> str:
         "",
         f"* Machine: {machine_info()}; versions: {package_versions()}.",
         f"* n = 300, m = 1, alpha = 0.95, beta = 2, sigma fixed at the true sd; one chain per row, "
-        f"{args.burn} burn-in + {args.iters} kept iterations, seed {args.seed}, root-only start. The paper's "
-        "arms: CT (CT-A): birth-death, horizon 1; CT-B: plus one rotate move per tree and draw (`rotate=True`); "
+        f"{args.burn} burn-in + {args.iters} kept iterations, seed {args.seed}, root-only start, warm numba "
+        "cache. The paper's arms: CT (CT-A): birth-death, horizon 1; CT-B: plus one rotate and one pivot move per "
+        "tree and draw (`rotate=True`); "
         "CT-C: plus one round of rule moves (`change=True`: CGM change, nog-rule Gibbs, same-bipartition relabel "
         "Gibbs). PG: 10 particles.",
         "* activity = share of all splits over the kept draws on x1 / x2 / x3 (the CT paper reports about "
