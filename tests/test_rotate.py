@@ -3,7 +3,9 @@
 The rotate kernel is an MH move with the move drawn uniformly from the ``|M(T)|`` ups and downs;
 its acceptance ``min(1, pi' |M| / (pi |M'|))`` is exact when, for every pair of trees, there are as
 many moves from T to T' as from T' to T. That is checked here move by move on random trees; the
-statistical tests against enumeration are in tests/test_ct.py.
+statistical tests against enumeration are in tests/test_ct.py. Pivots (kernels/pivot.py) get the
+same pairing check, a check that they keep every leaf's rows, and a chain test against the tree
+prior on the trees they connect.
 """
 
 import numpy as np
