@@ -86,19 +86,28 @@ def _key(V, C):
     return tuple(V.tolist()), tuple(C.tolist())
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_rotate_moves_pair_up_one_to_one(seed):
+def _check_pairing(seed, n_trees, neighbours, check=None):
+    """On random trees, every tree T' one move from T has as many moves back to T as T has to T'
+    (``neighbours(codes, V, C)``: the keys of the trees each move reaches, in move order)."""
     codes = _codes()
     rng = np.random.default_rng(seed)
     checked = 0
-    for _ in range(100):
+    for _ in range(n_trees):
         V, C = _seq(_random_tree(codes, rng, int(rng.integers(2, 6))))
         here = _key(V, C)
-        forward = [_key(*t) for t in _moves(V, C) if _valid(codes, *t)]
+        forward = neighbours(codes, V, C)
         for target in set(forward):
-            back = [_key(*t) for t in _moves(np.array(target[0], np.int32), np.array(target[1], np.int32))]
+            if check is not None:
+                check(codes, (V, C), target)
+            back = neighbours(codes, np.array(target[0], np.int32), np.array(target[1], np.int32))
             assert back.count(here) == forward.count(target), (here, target)
             checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rotate_moves_pair_up_one_to_one(seed):
+    checked = _check_pairing(seed, 100, lambda codes, V, C: [_key(*t) for t in _moves(V, C) if _valid(codes, *t)])
     assert checked > 20  # the random trees do have valid rotations
 
 
@@ -141,18 +150,10 @@ def _pivots(codes, V, C):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_pivot_moves_pair_up_one_to_one_and_keep_leaf_rows(seed):
-    codes = _codes()
-    rng = np.random.default_rng(seed)
-    checked = 0
-    for _ in range(60):
-        V, C = _seq(_random_tree(codes, rng, int(rng.integers(2, 6))))
-        here = _key(V, C)
-        forward = _pivots(codes, V, C)
-        for target in set(forward):
-            assert _leaf_rows(codes, *target) == _leaf_rows(codes, V, C)
-            assert _pivots(codes, *target).count(here) == forward.count(target), (here, target)
-            checked += 1
-    assert checked > 20
+    def same_leaves(codes, tree, target):
+        assert _leaf_rows(codes, *target) == _leaf_rows(codes, *tree)
+
+    assert _check_pairing(seed, 60, _pivots, same_leaves) > 20
 
 
 def _leaf_rows(codes, V, C):
