@@ -22,18 +22,9 @@ import math
 import numba
 
 from ..layout import END, START
+from ..prior import code_range
 from .cgm import _backup, _restore
 from .rotate import _copy, _put, encode_preorder, rebuild, span_ends, tree_log_post
-
-
-@numba.njit(cache=True, nogil=True)
-def rows_side(codes, pj, s, e, v, c):
-    """0 if every row ``pj[s:e]`` has ``code_v <= c``, 1 if every one has ``code_v > c``, else -1."""
-    first = 0 if codes[v, pj[s]] <= c else 1
-    for t in range(s + 1, e):
-        if (0 if codes[v, pj[t]] <= c else 1) != first:
-            return -1
-    return first
 
 
 @numba.njit(cache=True, nogil=True)
@@ -47,8 +38,10 @@ def _pivot_side(ti, pj, codes, V, C, S, end, q, k):
     c, s = (a, b) if k == 0 else (b, a)
     if V[c] < 0:
         return -1
-    slot = S[s]
-    return rows_side(codes, pj, ti[slot, START], ti[slot, END], V[c], C[c])
+    mn, mx = code_range(codes[V[c]], pj, ti[S[s], START], ti[S[s], END])
+    if mx <= C[c]:
+        return 0
+    return 1 if mn > C[c] else -1
 
 
 @numba.njit(cache=True, nogil=True)
