@@ -33,18 +33,8 @@ class BARTRV(RandomVariable):
         *("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points"),
     )
 
-    def __init__(
-        self,
-        m=200,
-        alpha=0.95,
-        beta=2.0,
-        mu0=0.0,
-        sigma_mu=1.0,
-        split_prior=None,
-        max_bins=256,
-        split_points="data",
-        **kwargs,
-    ):
+    def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
+                 split_points="data", **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -83,28 +73,25 @@ def _as_array(x, what: str) -> np.ndarray:
     return numeric_array(x, what)
 
 
-def bart_spec(
-    X,
-    Y,
-    m=200,
-    alpha=0.95,
-    beta=2.0,
-    k=2.0,
-    mu0=None,
-    sigma_mu=None,
-    split_prior=None,
-    max_bins=256,
-    split_points="data",
-) -> tuple[np.ndarray, np.ndarray, dict]:
+_OPTIONS = dict(m=200, alpha=0.95, beta=2.0, k=2.0, mu0=None, sigma_mu=None, split_prior=None, max_bins=256,
+                split_points="data")
+
+
+def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     """Check BART inputs and resolve the prior defaults; returns ``(X, Y, op_kwargs)``.
 
-    Defaults (Chipman et al. 2010, on the scale of Y): ``mu0 = mean(Y)/m``,
-    ``sigma_mu = (max(Y) - min(Y)) / (2 k sqrt(m))``.
+    ``options`` are the keyword arguments of :class:`BART` (defaults as there). Defaults (Chipman
+    et al. 2010, on the scale of Y): ``mu0 = mean(Y)/m``, ``sigma_mu = (max(Y) - min(Y)) / (2 k sqrt(m))``.
 
     >>> X, Y, kw = bart_spec(np.arange(6.0)[:, None], np.arange(6.0), m=4)
     >>> kw["mu0"], kw["sigma_mu"]
     (0.625, 0.625)
     """
+    if unknown := sorted(set(options) - set(_OPTIONS)):
+        raise TypeError(f"BART got unexpected keyword arguments {unknown}")
+    opts = _OPTIONS | options
+    m, alpha, beta, k, mu0, sigma_mu = (opts[name] for name in ("m", "alpha", "beta", "k", "mu0", "sigma_mu"))
+    split_prior, max_bins, split_points = opts["split_prior"], opts["max_bins"], opts["split_points"]
     Xa = _as_array(X, "X")
     Ya = _as_array(Y, "Y")
     if Xa.ndim == 1:
@@ -232,7 +219,8 @@ class BART(Distribution):
         split_points="data",
         **kwargs,
     ):
-        Xa, _, op_kw = bart_spec(X, Y, m, alpha, beta, k, mu0, sigma_mu, split_prior, max_bins, split_points)
+        Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
+                                 split_prior=split_prior, max_bins=max_bins, split_points=split_points)
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
         return super().__new__(cls, name, X_in, np.asarray(_as_array(Y, "Y")), op_kwargs=op_kw, **kwargs)
 

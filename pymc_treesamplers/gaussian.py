@@ -1,6 +1,7 @@
 """Weighted Normal-Normal algebra for one leaf (sufficient statistics ``W = sum w``, ``S = sum w r``).
 
-Working model in a leaf: ``r_i ~ N(mu, 1 / w_i)``, ``mu ~ N(mu0, s2)``.
+Working model in a leaf: ``r_i ~ N(mu, 1 / w_i)``, ``mu ~ N(mu0, s2)`` (``prior`` is a
+:class:`~pymc_treesamplers.records.TreePrior`, ``ps`` a :class:`~pymc_treesamplers.records.Pseudo`).
 """
 
 import math
@@ -9,33 +10,38 @@ import numba
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_suff(resid, w, perm_j, s, e):
-    """``(W, S)`` over the rows ``perm_j[s:e]``."""
+def leaf_suff(ps, pj, s, e):
+    """``(W, S)`` over the rows ``pj[s:e]``."""
+    r = ps.r
+    w = ps.w
     W = 0.0
     S = 0.0
     for t in range(s, e):
-        i = perm_j[t]
+        i = pj[t]
         W += w[i]
-        S += w[i] * resid[i]
+        S += w[i] * r[i]
     return W, S
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_loglik(W, S, mu0, s2):
+def leaf_loglik(prior, W, S):
     """Log marginal likelihood of a leaf, up to a term that does not depend on the partition.
 
     ``-0.5 log(1 + s2 W) + 0.5 (S + mu0/s2)^2 / (W + 1/s2) - 0.5 mu0^2 / s2``; zero when W = 0.
 
-    >>> leaf_loglik(0.0, 0.0, 0.3, 2.0)
+    >>> from pymc_treesamplers.records import TreePrior
+    >>> leaf_loglik(TreePrior(0.95, 2.0, 0.3, 2.0), 0.0, 0.0)
     0.0
     """
+    mu0 = prior.mu0
+    s2 = prior.s2
     b = S + mu0 / s2
     return -0.5 * math.log1p(s2 * W) + 0.5 * b * b / (W + 1.0 / s2) - 0.5 * mu0 * mu0 / s2
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_draw(rng, W, S, mu0, s2):
+def leaf_draw(rng, prior, W, S):
     """Draw a leaf value from its Gaussian full conditional."""
-    prec = W + 1.0 / s2
-    mean = (S + mu0 / s2) / prec
+    prec = W + 1.0 / prior.s2
+    mean = (S + prior.mu0 / prior.s2) / prec
     return mean + rng.standard_normal() / math.sqrt(prec)

@@ -20,9 +20,13 @@ def jump_weights(idata) -> np.ndarray:
     >>> # w = pmt.jump_weights(idata); (w * idata.posterior["mu"].values[..., 0]).sum(1)
     """
     stats = idata["sample_stats"] if "sample_stats" in idata.children else None
-    if stats is None or "waiting_time" not in stats:
-        raise ValueError("idata has no 'waiting_time' sample stat: was it sampled with CTBirthDeathStep(mode='jump')?")
-    wt = np.asarray(stats["waiting_time"].values, dtype=float)
+    names = [] if stats is None else [name for name in stats.data_vars if str(name).endswith("_waiting_time")]
+    if len(names) != 1:
+        raise ValueError(
+            "idata needs exactly one '<var>_waiting_time' sample stat (found "
+            f"{names}): was it sampled with CTBirthDeathStep(mode='jump')?"
+        )
+    wt = np.asarray(stats[names[0]].values, dtype=float)
     if not np.isfinite(wt).all() or (wt <= 0).any():
         raise ValueError("waiting times must be finite and > 0 (a state with no possible move has no weight)")
     return wt / wt.sum(axis=1, keepdims=True)

@@ -4,6 +4,9 @@ A node at depth ``d`` with at least one valid cut on a variable of positive weig
 probability ``alpha * (1 + d) ** -beta``. The variable is drawn among those with a valid cut in
 proportion to its weight, the cut uniformly among that variable's valid cuts
 ``[min_code, max_code - 1]`` over the node's rows.
+
+``prior`` arguments are :class:`~pymc_treesamplers.records.TreePrior` records, ``data``
+arguments :class:`~pymc_treesamplers.records.SplitData` records.
 """
 
 import math
@@ -11,55 +14,56 @@ import math
 import numba
 import numpy as np
 
-from .layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, START, VALUE, VAR
+from .records import split_data
 
 NEG_INF = -np.inf
 
 
 @numba.njit(cache=True, nogil=True)
-def log_psplit(d, alpha, beta):
+def log_psplit(prior, d):
     """Log probability that a splittable node at depth ``d`` splits.
 
-    >>> round(float(np.exp(log_psplit(1, 0.95, 2.0))), 4)
+    >>> from pymc_treesamplers.records import TreePrior
+    >>> round(float(np.exp(log_psplit(TreePrior(0.95, 2.0, 0.0, 1.0), 1))), 4)
     0.2375
     """
-    return math.log(alpha) - beta * math.log(1.0 + d)
+    return math.log(prior.alpha) - prior.beta * math.log(1.0 + d)
 
 
 @numba.njit(cache=True, nogil=True)
-def log1m_psplit(d, alpha, beta):
+def log1m_psplit(prior, d):
     """Log probability that a splittable node at depth ``d`` stays a leaf."""
-    return math.log1p(-alpha * (1.0 + d) ** (-beta))
+    return math.log1p(-prior.alpha * (1.0 + d) ** (-prior.beta))
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_log_prior(d, lwavail, alpha, beta):
+def leaf_log_prior(prior, d, lwavail):
     """Log prior factor of a leaf: ``log(1 - p_split(d))`` if it could split, else 0."""
     if lwavail == NEG_INF:
         return 0.0
-    return log1m_psplit(d, alpha, beta)
+    return log1m_psplit(prior, d)
 
 
 @numba.njit(cache=True, nogil=True)
-def var_has_valid_cut(code_v, perm_j, s, e):
-    """True when the rows ``perm_j[s:e]`` carry at least two distinct codes of one variable.
+def var_has_valid_cut(code_v, pj, s, e):
+    """True when the rows ``pj[s:e]`` carry at least two distinct codes of one variable.
 
     Exits at the first differing code, so continuous covariates cost O(1) in practice.
     """
-    first = code_v[perm_j[s]]
+    first = code_v[pj[s]]
     for t in range(s + 1, e):
-        if code_v[perm_j[t]] != first:
+        if code_v[pj[t]] != first:
             return True
     return False
 
 
 @numba.njit(cache=True, nogil=True)
-def code_range(code_v, perm_j, s, e):
-    """Smallest and largest code of one variable over the rows ``perm_j[s:e]``."""
-    mn = code_v[perm_j[s]]
+def code_range(code_v, pj, s, e):
+    """Smallest and largest code of one variable over the rows ``pj[s:e]``."""
+    mn = code_v[pj[s]]
     mx = mn
     for t in range(s + 1, e):
-        c = code_v[perm_j[t]]
+        c = code_v[pj[t]]
         if c < mn:
             mn = c
         elif c > mx:
@@ -68,26 +72,28 @@ def code_range(code_v, perm_j, s, e):
 
 
 @numba.njit(cache=True, nogil=True)
-def node_log_avail(codes, wsplit, perm_j, s, e):
+def node_log_avail(data, pj, s, e):
     """Log of the summed weights of the variables with a valid cut in a node (``-inf``: none)."""
     total = 0.0
-    for v in range(codes.shape[0]):
-        if wsplit[v] > 0.0 and var_has_valid_cut(codes[v], perm_j, s, e):
-            total += wsplit[v]
+    for v in range(data.codes.shape[0]):
+        if data.wsplit[v] > 0.0 and var_has_valid_cut(data.codes[v], pj, s, e):
+            total += data.wsplit[v]
     if total > 0.0:
         return math.log(total)
     return NEG_INF
 
 
 @numba.njit(cache=True, nogil=True)
-def draw_split_rule(rng, codes, wsplit, perm_j, s, e, scratch_p):
+def draw_split_rule(rng, data, pj, s, e, scratch_p):
     """Draw ``(v, c, n_cuts)`` for a splittable node from the split-rule prior.
 
     ``scratch_p`` (length p) is overwritten. Returns ``v = -1`` if no variable can split.
     """
+    codes = data.codes
+    wsplit = data.wsplit
     total = 0.0
     for v in range(codes.shape[0]):
-        if wsplit[v] > 0.0 and var_has_valid_cut(codes[v], perm_j, s, e):
+        if wsplit[v] > 0.0 and var_has_valid_cut(codes[v], pj, s, e):
             scratch_p[v] = wsplit[v]
             total += wsplit[v]
         else:
@@ -102,7 +108,7 @@ def draw_split_rule(rng, codes, wsplit, perm_j, s, e, scratch_p):
         acc += scratch_p[v]
     while scratch_p[v] == 0.0:  # guard against rounding landing on a zero-weight variable
         v -= 1
-    mn, mx = code_range(codes[v], perm_j, s, e)
+    mn, mx = code_range(codes[v], pj, s, e)
     c = mn + rng.integers(0, mx - mn)
     return v, c, mx - mn
 
@@ -122,6 +128,7 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng):
     >>> sample_prior_tree(codes, np.ones(1), 0.95, 2.0, np.random.default_rng(0)).shape
     (4,)
     """
+    data = split_data(codes, wsplit)
     n = codes.shape[1]
     leaf = np.zeros(n, dtype=np.int64)
     perm = np.arange(n, dtype=np.int32)
@@ -130,9 +137,9 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng):
     n_leaves = 0
     while stack:
         s, e, d = stack.pop()
-        lw = node_log_avail(codes, wsplit, perm, s, e)
+        lw = node_log_avail(data, perm, s, e)
         if lw > NEG_INF and rng.random() < alpha * (1.0 + d) ** (-beta):
-            v, c, _ = draw_split_rule(rng, codes, wsplit, perm, s, e, scratch)
+            v, c, _ = draw_split_rule(rng, data, perm, s, e, scratch)
             seg = perm[s:e]
             left = codes[v, seg] <= c
             perm[s:e] = np.concatenate([seg[left], seg[~left]])
@@ -143,26 +150,3 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng):
             leaf[perm[s:e]] = n_leaves
             n_leaves += 1
     return leaf
-
-
-__all__ = [
-    "CUT",
-    "DEPTH",
-    "END",
-    "LEFT",
-    "LWAVAIL",
-    "PARENT",
-    "RIGHT",
-    "START",
-    "VALUE",
-    "VAR",
-    "code_range",
-    "draw_split_rule",
-    "leaf_log_prior",
-    "log1m_psplit",
-    "log_psplit",
-    "node_log_avail",
-    "rule_log_prob",
-    "sample_prior_tree",
-    "var_has_valid_cut",
-]

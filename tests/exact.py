@@ -39,10 +39,13 @@ import numpy as np
 
 __all__ = [
     "empirical",
+    "exact_log_evidence",
+    "exact_pair_posterior",
     "exact_partition_posterior",
     "exact_partition_prior",
     "leaf_loglik",
     "partition_key",
+    "partition_keys_from_values",
     "sample_prior_partitions",
     "summarize",
     "tiny_data",
@@ -86,6 +89,17 @@ def leaf_loglik(W: float, S: float, mu0: float, sigma_mu: float) -> float:
     )
 
 
+def partition_keys_from_values(draws) -> list[Key]:
+    """Row partition of each draw of a tree's (or forest's) values: rows share a cell iff their
+    values are equal (leaf values are continuous, so distinct leaves differ almost surely).
+
+    Example:
+        >>> partition_keys_from_values([[0.3, 1.2, 0.3], [5.0, 5.0, 5.0]])
+        [(0, 1, 0), (0, 0, 0)]
+    """
+    return [partition_key(np.unique(np.asarray(row), return_inverse=True)[1].tolist()) for row in draws]
+
+
 def _check_inputs(codes, split_weights) -> tuple[np.ndarray, np.ndarray]:
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[0] == 0:
@@ -116,30 +130,13 @@ def _add_log(acc: dict, key, logm: float) -> None:
         acc[key] = hi + math.log1p(math.exp(lo - hi))
 
 
-def exact_partition_posterior(
-    codes,
-    r,
-    w,
-    alpha: float,
-    beta: float,
-    mu0: float,
-    sigma_mu: float,
-    split_weights=None,
-) -> dict[Key, float]:
-    """Exact posterior probability of every row partition, by enumeration.
+def _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights) -> dict[Key, float]:
+    """Log of prior(T) * exp(sum of leaf terms), summed over the trees of each row partition.
 
     Every tree is enumerated recursively.  The distribution over partitions
     of a node's rows is a mixture of "leaf" and each split ``(v, c)``, the
     latter being the product of the children's distributions; it is memoised
-    on ``(rows, depth)`` and computed in log space.  Returns
-    ``{partition_key: probability}`` (probabilities sum to 1).
-
-    Example:
-        >>> post = exact_partition_posterior(
-        ...     [[0], [1]], r=[0.0, 0.0], w=[0.0, 0.0], alpha=0.9, beta=2.0,
-        ...     mu0=0.0, sigma_mu=1.0)
-        >>> {k: round(v, 12) for k, v in sorted(post.items())}
-        {(0, 0): 0.1, (0, 1): 0.9}
+    on ``(rows, depth)`` and computed in log space.
     """
     codes, weights = _check_inputs(codes, split_weights)
     n, p = codes.shape
@@ -192,9 +189,92 @@ def exact_partition_posterior(
             for i in block:
                 labels[i] = b
         _add_log(log_masses, partition_key(labels), logm)
-    log_z = max(log_masses.values())
-    log_z += math.log(sum(math.exp(m - log_z) for m in log_masses.values()))
+    return log_masses
+
+
+def _log_sum(values) -> float:
+    values = list(values)
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def exact_partition_posterior(
+    codes,
+    r,
+    w,
+    alpha: float,
+    beta: float,
+    mu0: float,
+    sigma_mu: float,
+    split_weights=None,
+) -> dict[Key, float]:
+    """Exact posterior probability of every row partition, by enumeration.
+
+    Returns ``{partition_key: probability}`` (probabilities sum to 1).
+
+    Example:
+        >>> post = exact_partition_posterior(
+        ...     [[0], [1]], r=[0.0, 0.0], w=[0.0, 0.0], alpha=0.9, beta=2.0,
+        ...     mu0=0.0, sigma_mu=1.0)
+        >>> {k: round(v, 12) for k, v in sorted(post.items())}
+        {(0, 0): 0.1, (0, 1): 0.9}
+    """
+    log_masses = _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights)
+    log_z = _log_sum(log_masses.values())
     return {k: math.exp(m - log_z) for k, m in log_masses.items() if m > -math.inf}
+
+
+def exact_log_evidence(
+    codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float, split_weights=None
+) -> float:
+    """``log sum_T prior(T) prod_leaves exp(leaf_loglik)``: the marginal likelihood of one tree, in
+    the units of :func:`leaf_loglik` (the same partition-free constant left out).
+
+    Example:
+        >>> round(exact_log_evidence([[0], [1]], [0.0, 0.0], [0.0, 0.0], 0.9, 2.0, 0.0, 1.0), 12)
+        0.0
+    """
+    return _log_sum(_log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights).values())
+
+
+def _gaussian_logpdf(r, mean, cov) -> float:
+    chol = np.linalg.cholesky(cov)
+    z = np.linalg.solve(chol, r - mean)
+    return float(-0.5 * z @ z - np.log(np.diag(chol)).sum() - 0.5 * len(r) * math.log(2 * math.pi))
+
+
+def exact_pair_posterior(
+    codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float, split_weights=None
+) -> dict[tuple[Key, Key], float]:
+    """Exact posterior of the row partitions ``(P1, P2)`` of a sum of two trees, by enumeration.
+
+    The trees are independent under the prior; given them, ``r = g1 + g2 + noise`` with every leaf
+    value ``N(mu0, sigma_mu^2)`` independently and noise ``N(0, 1 / w_i)``, so ``r`` is Gaussian
+    with mean ``2 mu0`` and covariance ``diag(1 / w) + sigma_mu^2 (A1 + A2)``, ``A_k[i, i'] = 1``
+    when rows ``i`` and ``i'`` share a leaf of tree ``k``. Needs ``w > 0``.
+
+    Example:
+        >>> post = exact_pair_posterior([[0], [1]], [0.0, 1.0], [1.0, 1.0], 0.5, 2.0, 0.0, 1.0)
+        >>> len(post), round(sum(post.values()), 12)
+        (4, 1.0)
+    """
+    r = np.asarray(r, dtype=float)
+    w = np.asarray(w, dtype=float)
+    if np.any(w <= 0):
+        raise ValueError("w must be > 0 (a Gaussian likelihood) for the pair posterior")
+    prior = exact_partition_prior(codes, alpha, beta, split_weights)
+    same = {k: np.equal.outer(np.array(k), np.array(k)).astype(float) for k in prior}
+    base = np.diag(1.0 / w)
+    s2 = sigma_mu**2
+    log_post = {}
+    for k1, p1 in prior.items():
+        for k2, p2 in prior.items():
+            cov = base + s2 * (same[k1] + same[k2])
+            log_post[(k1, k2)] = math.log(p1) + math.log(p2) + _gaussian_logpdf(r, 2 * mu0, cov)
+    log_z = _log_sum(log_post.values())
+    return {k: math.exp(v - log_z) for k, v in log_post.items()}
+
+
 
 
 def exact_partition_prior(

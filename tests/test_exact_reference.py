@@ -12,11 +12,15 @@ import exact
 import numpy as np
 import pytest
 from exact import (
+    _gaussian_logpdf,
     empirical,
+    exact_log_evidence,
+    exact_pair_posterior,
     exact_partition_posterior,
     exact_partition_prior,
     leaf_loglik,
     partition_key,
+    partition_keys_from_values,
     sample_prior_partitions,
     summarize,
     tiny_data,
@@ -226,3 +230,55 @@ def test_wrong_samplers_are_detected():
     weighted = exact_partition_prior(codes, 0.95, 2.0, split_weights=[1.0, 3.0])
     keys = sample_prior_partitions(codes, 0.95, 2.0, n_draws, rng)
     assert tv_distance(weighted, empirical(keys)) > tv_threshold(weighted, n_draws)
+
+
+def test_partition_keys_from_values():
+    assert partition_keys_from_values(np.array([[2.5, -1.0, 2.5, 7.0]])) == [(0, 1, 0, 2)]
+
+
+def test_evidence_normalises_the_posterior():
+    codes, r, w = tiny_data(seed=2)
+    log_z = exact_log_evidence(codes, r, w, 0.95, 2.0, 0.1, 0.8)
+    prior = exact_partition_prior(codes, 0.95, 2.0)
+    post = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.1, 0.8)
+    for key, p in prior.items():
+        labels = np.array(key)
+        loglik = sum(leaf_loglik(w[labels == b].sum(), (w * r)[labels == b].sum(), 0.1, 0.8)
+                     for b in range(max(key) + 1))
+        assert post[key] == pytest.approx(p * math.exp(loglik - log_z), rel=1e-10)
+
+
+def _single_tree_by_gaussian_marginal(codes, r, w, mu0, sigma_mu):
+    """One tree's partition posterior through the full Gaussian marginal of r, the route
+    exact_pair_posterior takes for two trees (leaf terms are not used)."""
+    prior = exact_partition_prior(codes, 0.95, 2.0)
+    logp = {}
+    for key, p in prior.items():
+        same = np.equal.outer(np.array(key), np.array(key)).astype(float)
+        logp[key] = math.log(p) + _gaussian_logpdf(r, mu0, np.diag(1 / w) + sigma_mu**2 * same)
+    top = max(logp.values())
+    z = sum(math.exp(v - top) for v in logp.values())
+    return {k: math.exp(v - top) / z for k, v in logp.items()}
+
+
+def test_gaussian_marginal_route_agrees_with_leaf_terms():
+    codes, r, w = tiny_data(seed=4)
+    assert_dist_equal(_single_tree_by_gaussian_marginal(codes, r, w, 0.3, 1.1),
+                      exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.3, 1.1), tol=1e-10)
+
+
+def test_pair_posterior_properties():
+    codes, r, w = tiny_data(seed=1)
+    codes, r, w = codes[:5], r[:5], w[:5]
+    post = exact_pair_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
+    prior = exact_partition_prior(codes, 0.95, 2.0)
+    assert len(post) == len(prior) ** 2 and sum(post.values()) == pytest.approx(1.0, abs=1e-12)
+    for (a, b), p in post.items():  # the two trees are exchangeable
+        assert post[(b, a)] == pytest.approx(p, rel=1e-9)
+    # a vanishing likelihood leaves the product of the priors
+    flat = exact_pair_posterior(codes, r, np.full(5, 1e-12), 0.95, 2.0, 0.0, 1.0)
+    assert_dist_equal(flat, {(a, b): pa * pb for a, pa in prior.items() for b, pb in prior.items()}, tol=1e-9)
+    # with a second tree the first fits less of the data: its marginal is not its one-tree posterior
+    first = summarize(post, lambda k: k[0])
+    alone = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
+    assert tv_distance(first, alone) > 0.05

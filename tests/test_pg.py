@@ -11,12 +11,12 @@ import numpy as np
 import pymc as pm
 import pytest
 from exact import empirical, exact_partition_posterior, exact_partition_prior, tiny_data, tv_distance, tv_threshold
-from kernel_chain import partition_draws
+from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
 
-PROPOSALS = {"prior": 0, "empirical": 1, "optimal": 2}
-RESAMPLING = {"multinomial": 0, "systematic": 1}
+PROPOSALS = ("prior", "empirical", "optimal")
+RESAMPLING = ("multinomial", "systematic")
 SIZES = {2: (5000, 100), 5: (10000, 20), 10: (10000, 20)}
 # under a flat likelihood all weights are equal and particle paths coalesce onto the reference
 # faster; at thinning 20 one C = 10 seed of four sat at the iid threshold, at 60 all four sat at
@@ -26,6 +26,11 @@ CASES = [(c, p, s) for c in SIZES for p in PROPOSALS for s in RESAMPLING]
 IDS = [f"C{c}-{p}-{s}" for c, p, s in CASES]
 
 
+def partition_draws(codes, r, w, n_draws, thin, seed, C, proposal, resampling, ess):
+    options = {"num_particles": C, "proposal": proposal, "resampling": resampling, "ess_threshold": ess}
+    return chain_draws(pmt.PGBARTStep, options, codes, r, w, n_draws, thin, seed)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("C", "proposal", "resampling"), CASES, ids=IDS)
 def test_pg_posterior_matches_enumeration(C, proposal, resampling):
@@ -33,8 +38,7 @@ def test_pg_posterior_matches_enumeration(C, proposal, resampling):
     w = np.ones(len(r))
     exact = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
     n_draws, thin = SIZES[C]
-    keys = partition_draws(codes, r, w, None, n_draws, thin, seed=C,
-                           pg=(C, PROPOSALS[proposal], RESAMPLING[resampling], 1.0))
+    keys = partition_draws(codes, r, w, n_draws, thin, C, C, proposal, resampling, 1.0)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, n_draws)
 
 
@@ -44,8 +48,7 @@ def test_pg_prior_recovered_under_flat_likelihood(C, proposal, resampling):
     codes, r, _ = tiny_data(0)
     exact = exact_partition_prior(codes, 0.95, 2.0)
     n_draws, thin = PRIOR_SIZES[C]
-    keys = partition_draws(codes, r, np.zeros(len(r)), None, n_draws, thin, seed=100 + C,
-                           pg=(C, PROPOSALS[proposal], RESAMPLING[resampling], 1.0))
+    keys = partition_draws(codes, r, np.zeros(len(r)), n_draws, thin, 100 + C, C, proposal, resampling, 1.0)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, n_draws)
 
 
@@ -62,26 +65,8 @@ def test_pg_adaptive_resampling(resampling, proposal, ess, thin):
     codes, r, _ = tiny_data(0)
     w = np.full(len(r), 4.0)
     exact = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
-    keys = partition_draws(codes, r, w, None, 10000, thin, seed=7,
-                           pg=(10, PROPOSALS[proposal], RESAMPLING[resampling], ess))
+    keys = partition_draws(codes, r, w, 10000, thin, 7, 10, proposal, resampling, ess)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, 10000)
-
-
-def test_pg_through_pm_sample_matches_enumeration():
-    codes, r, _ = tiny_data(0)
-    with pm.Model():
-        mu = pmt.BART("mu", codes.astype(float), r, m=1, mu0=0.0, sigma_mu=1.0)
-        pm.Normal("y", mu, 1.0, observed=r)
-        idata = pm.sample(tune=100, draws=30000, chains=1, random_seed=5, progressbar=False,
-                          step=[pmt.PGBARTStep([mu], num_particles=10)], compute_convergence_checks=False)
-    draws = idata.posterior["mu"].values[0][::15]
-    from exact import partition_key
-
-    keys = [partition_key(np.unique(row, return_inverse=True)[1]) for row in draws]
-    exact = exact_partition_posterior(codes, r, np.ones(len(r)), 0.95, 2.0, 0.0, 1.0)
-    assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
-    stats = idata.sample_stats
-    assert 0.0 <= float(stats["kept_old"].mean()) <= 1.0 and float(stats["stages"].mean()) >= 1.0
 
 
 def test_pg_options_are_checked():

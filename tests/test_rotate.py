@@ -12,18 +12,14 @@ import numpy as np
 import pytest
 from exact import empirical, tiny_data, tv_distance, tv_threshold
 
-from pymc_treesamplers.forest import Forest, init_root_availability, split_leaf
+from pymc_treesamplers.forest import Forest, init_roots
 from pymc_treesamplers.kernels.pivot import apply_pivot, count_pivots, pivot_move
-from pymc_treesamplers.kernels.rotate import (
-    apply_move,
-    count_moves,
-    encode_preorder,
-    rebuild,
-    span_ends,
-    tree_log_post,
-)
+from pymc_treesamplers.kernels.preorder import encode_preorder, new_seq_scratch, rebuild, span_ends
+from pymc_treesamplers.kernels.rotate import apply_move, count_moves
 from pymc_treesamplers.layout import END, LEFT, START
 from pymc_treesamplers.prior import code_range
+from pymc_treesamplers.records import Pseudo, TreePrior, new_backup, split_data, tree_of
+from pymc_treesamplers.tree import split_leaf, subtree_log_post
 
 
 def _codes():
@@ -32,12 +28,18 @@ def _codes():
     return np.ascontiguousarray(np.column_stack([codes, extra]).T.astype(np.uint16))
 
 
+def _empty_tree(codes, cap):
+    fr = Forest.empty(1, codes.shape[1], 0.0, cap=cap)
+    init_roots(fr.arrays(), split_data(codes, np.ones(codes.shape[0])), 0.0)
+    return fr
+
+
 def _random_tree(codes, rng, n_splits):
     p, n = codes.shape
-    wsplit = np.ones(p)
-    fr = Forest.empty(1, n, 0.0, cap=4 * n)
-    init_root_availability(codes, wsplit, fr.floats, fr.perm)
-    ti, tf, pj, nn = fr.ints[0], fr.floats[0], fr.perm[0], fr.n_nodes[0:1]
+    data = split_data(codes, np.ones(p))
+    fr = _empty_tree(codes, 4 * n)
+    t = tree_of(fr.arrays(), 0)
+    ti, pj, nn = t.ints, t.perm, t.nn
     for _ in range(n_splits):
         leaves = [k for k in range(nn[0]) if ti[k, LEFT] < 0]
         k = leaves[rng.integers(len(leaves))]
@@ -47,7 +49,7 @@ def _random_tree(codes, rng, n_splits):
             rules += [(v, c, mx - mn) for c in range(mn, mx)]
         if rules:
             v, c, n_cuts = rules[rng.integers(len(rules))]
-            split_leaf(ti, tf, pj, nn, k, v, c, n_cuts, codes, wsplit, np.zeros(p))
+            split_leaf(t, k, v, c, n_cuts, data)
     return fr
 
 
@@ -55,7 +57,7 @@ def _seq(fr):
     n = fr.perm.shape[1]
     V = np.empty(4 * n + 4, dtype=np.int32)
     C = np.empty(4 * n + 4, dtype=np.int32)
-    L = encode_preorder(fr.ints[0], V, C, np.empty(4 * n + 4, dtype=np.int32), np.empty(4 * n + 4, dtype=np.int32))
+    L = encode_preorder(tree_of(fr.arrays(), 0), V, C, np.empty(4 * n + 4, dtype=np.int32))
     return V[:L].copy(), C[:L].copy()
 
 
@@ -75,11 +77,7 @@ def _moves(V, C):
 
 def _valid(codes, V, C):
     """Whether the rule sequence is a tree with no empty side on these rows."""
-    p, n = codes.shape
-    fr = Forest.empty(1, n, 0.0, cap=4 * n + 4)
-    init_root_availability(codes, np.ones(p), fr.floats, fr.perm)
-    return rebuild(fr.ints[0], fr.floats[0], fr.perm[0], fr.n_nodes[0:1], V, C, len(V), codes, np.ones(p),
-                   np.zeros(p), np.empty(4 * n + 4, dtype=np.int32))
+    return _build(codes, V, C) is not None
 
 
 def _key(V, C):
@@ -124,26 +122,27 @@ def test_rebuild_reproduces_a_tree_and_rejects_empty_sides():
 def _build(codes, V, C):
     """The tree with preorder rules ``V``/``C`` on the rows of ``codes`` (None if a side is empty)."""
     p, n = codes.shape
-    fr = Forest.empty(1, n, 0.0, cap=4 * n + 4)
-    init_root_availability(codes, np.ones(p), fr.floats, fr.perm)
-    ok = rebuild(fr.ints[0], fr.floats[0], fr.perm[0], fr.n_nodes[0:1], np.asarray(V, np.int32),
-                 np.asarray(C, np.int32), len(V), codes, np.ones(p), np.zeros(p), np.empty(4 * n + 4, dtype=np.int32))
+    fr = _empty_tree(codes, 4 * n + 4)
+    ok = rebuild(tree_of(fr.arrays(), 0), split_data(codes, np.ones(p)), np.asarray(V, np.int32),
+                 np.asarray(C, np.int32), len(V), np.empty(4 * n + 4, dtype=np.int32))
     return fr if ok else None
 
 
 def _pivots(codes, V, C):
     """Every tree one pivot away, in move order."""
     fr = _build(codes, V, C)
+    t = tree_of(fr.arrays(), 0)
+    data = split_data(codes, np.ones(codes.shape[0]))
     n = codes.shape[1]
-    Vs, Cs, S, stack = (np.empty(4 * n + 4, dtype=np.int32) for _ in range(4))
-    L = encode_preorder(fr.ints[0], Vs, Cs, stack, S)
+    Vs, Cs, S = (np.empty(4 * n + 4, dtype=np.int32) for _ in range(3))
+    L = encode_preorder(t, Vs, Cs, S)
     end = np.empty(L, dtype=np.int64)
     span_ends(Vs, L, end)
     V2 = np.empty(4 * n + 4, dtype=np.int32)
     C2 = np.empty(4 * n + 4, dtype=np.int32)
     out = []
-    for idx in range(count_pivots(fr.ints[0], fr.perm[0], codes, Vs, Cs, S, L, end)):
-        L2 = apply_pivot(fr.ints[0], fr.perm[0], codes, Vs, Cs, S, L, end, idx, V2, C2)
+    for idx in range(count_pivots(t, data, Vs, Cs, S, L, end)):
+        L2 = apply_pivot(t, data, Vs, Cs, S, L, end, idx, V2, C2)
         out.append(_key(V2[:L2], C2[:L2]))
     return out
 
@@ -170,7 +169,9 @@ def test_pivot_chain_matches_the_tree_prior_on_its_class():
     codes = _codes()
     p, n = codes.shape
     _, r, w = tiny_data(0)
-    prm = np.array([0.95, 2.0, 0.0, 1.0])
+    prior = TreePrior(0.95, 2.0, 0.0, 1.0)
+    ps = Pseudo(r, w)
+    order = np.empty(4 * n + 4, dtype=np.int32)
     start = _seq(_random_tree(codes, np.random.default_rng(16), 6))  # a class of 31 trees
     cls, todo = {_key(*start)}, [_key(*start)]
     while todo:
@@ -182,21 +183,20 @@ def test_pivot_chain_matches_the_tree_prior_on_its_class():
     logp = {}
     for t in cls:
         fr = _build(codes, *t)
-        logp[t] = tree_log_post(fr.ints[0], fr.floats[0], fr.perm[0], fr.n_nodes[0:1], prm, r, w)
+        logp[t] = subtree_log_post(tree_of(fr.arrays(), 0), prior, ps, 0, order, True, True)
     top = max(logp.values())
     z = sum(np.exp(v - top) for v in logp.values())
     exact = {t: float(np.exp(v - top) / z) for t, v in logp.items()}
     fr = _build(codes, *start)
-    ti, tf, pj, nn = fr.ints[0], fr.floats[0], fr.perm[0], fr.n_nodes[0:1]
-    big = ti.shape[0]
-    rs = tuple(np.empty(4 * n + 4, dtype=dt) for dt in (np.int32, np.int32, np.int64, np.int32, np.int32, np.int64,
-                                                        np.int32, np.int32))
-    bk = (np.empty((big, ti.shape[1]), dtype=ti.dtype), np.empty((big, tf.shape[1])), np.empty(n, dtype=pj.dtype))
+    t = tree_of(fr.arrays(), 0)
+    data = split_data(codes, np.ones(p))
+    seq = new_seq_scratch(n)
+    bk = new_backup(fr.capacity, n)
     rng = np.random.default_rng(11)
     keys = []
     for _ in range(6000):
         for _ in range(40):
-            pivot_move(rng, ti, tf, pj, nn, codes, np.ones(p), np.zeros(p), prm, r, w, rs, *bk)
+            pivot_move(rng, t, data, prior, ps, seq, bk)
         keys.append(_key(*_seq(fr)))
     assert set(keys) <= cls
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))

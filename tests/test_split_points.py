@@ -8,9 +8,16 @@ integer cut too) and that ``pmt.BART(..., split_points="range")`` really changes
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_partition_posterior, exact_partition_prior, tiny_data, tv_distance, tv_threshold
-from kernel_chain import partition_draws
-from test_sampling import _keys_from_draws
+from exact import (
+    empirical,
+    exact_partition_posterior,
+    exact_partition_prior,
+    partition_keys_from_values,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.binning import bin_columns
@@ -49,18 +56,19 @@ def test_range_prior_differs_from_data_prior():
 
 
 @pytest.mark.parametrize(
-    ("probs", "pg", "thin"),
-    [((0.25, 0.25, 0.40, 0.10), None, 20), ((0.5, 0.5, 0.0, 0.0), None, 200),
-     (None, (5, 0, 0, 1.0), 20), (None, (5, 2, 1, 1.0), 20)],
+    ("step_cls", "options", "thin"),
+    [(pmt.CGMStep, {}, 20), (pmt.GrowPruneStep, {}, 200),
+     (pmt.PGBARTStep, {"num_particles": 5}, 20),
+     (pmt.PGBARTStep, {"num_particles": 5, "proposal": "optimal", "resampling": "systematic"}, 20)],
     ids=["cgm", "growprune", "pg-prior", "pg-optimal-systematic"],
 )
-def test_kernels_exact_on_range_codes(probs, pg, thin):
+def test_kernels_exact_on_range_codes(step_cls, options, thin):
     """Grow/prune needs thinning 200 here (at 50 its TV sat at the iid threshold; at 200 it is
     0.012-0.018 against 0.026 over three seeds): a cut moved across the wide gap only by prune+grow."""
     _, grid, r, _ = _range_data()
     w = np.ones(len(r))
     exact = exact_partition_posterior(grid, r, w, 0.95, 2.0, 0.0, 1.0)
-    keys = partition_draws(grid, r, w, probs, 10000, thin, seed=21, pg=pg)
+    keys = chain_draws(step_cls, options, grid, r, w, 10000, thin, seed=21)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
 
 
@@ -72,7 +80,7 @@ def test_pm_sample_uses_range_split_points():
         mu = pmt.BART("mu", X, r, m=1, mu0=0.0, sigma_mu=1.0, max_bins=MAX_BINS, split_points="range")
         idata = pm.sample(tune=100, draws=24000, chains=1, random_seed=6, progressbar=False,
                           step=[pmt.CGMStep([mu])], compute_convergence_checks=False)
-    keys = _keys_from_draws(idata.posterior["mu"].values[0][::6])
+    keys = partition_keys_from_values(idata.posterior["mu"].values[0][::6])
     exact = exact_partition_prior(grid, 0.95, 2.0)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))
 

@@ -1,4 +1,4 @@
-"""Continuous-time birth-death dynamics for one tree (horizon mode).
+"""Continuous-time birth-death dynamics for one tree (Stephens 2000; horizon and jump modes).
 
 The tree moves as a continuous-time Markov jump process on tree space. Every birth (a leaf split
 by a valid ``(v, c)``) and every death (an internal node whose two children are leaves becomes a
@@ -14,25 +14,80 @@ and a representative row per code tells, for every cut at once, whether each chi
 again (the tree prior treats unsplittable leaves differently). After a jump only
 the touched nodes' rates are recomputed: the two new leaves and the split node after a birth, the
 new leaf and its parent after a death.
+
+After the jump process, optional exact rule moves (:func:`ct_update`): Pratola's rotate with a
+pivot (:mod:`.rotate`, :mod:`.pivot`) and rounds of rule redraws (a CGM change, the Gibbs redraw
+:func:`nog_rule_gibbs`, :func:`.relabel.relabel_gibbs`).
 """
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from ..forest import add_tree, collapse, refresh_subtree_prior, repartition_subtree, split_leaf
 from ..gaussian import leaf_loglik, leaf_suff
 from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VAR
-from ..prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit
-from .cgm import change_move
-from .growprune import is_nog, random_node
+from ..prior import NEG_INF, code_range, log1m_psplit, log_psplit
+from ..tree import (
+    NOG,
+    collapse,
+    is_nog,
+    random_node,
+    refresh_subtree_prior,
+    repartition_subtree,
+    split_leaf,
+    split_log_ratio,
+)
+from .cgm import MoveBuffers, change_move, new_move_buffers
+from .driver import register_update
 from .pivot import pivot_move
+from .preorder import SeqScratch, new_seq_scratch
 from .relabel import relabel_gibbs
 from .rotate import rotate_move
-from .sweep import draw_leaves
 
 RATES_SUM, RATES, LOG_RATIOS = range(3)
+
+
+class BirthScratch(NamedTuple):
+    """Per-code sums of weights ``hw`` and weighted residuals ``hs``, a representative row ``rep``
+    and whether the code's rows differ (``mixed``); ``R[v, c]``: the rate (or log ratio) of a birth."""
+
+    hw: np.ndarray
+    hs: np.ndarray
+    rep: np.ndarray
+    mixed: np.ndarray
+    R: np.ndarray
+
+
+class CTScratch(NamedTuple):
+    """Options and buffers of :func:`ct_update`, and each tree's jumps and total rate.
+
+    ``horizon < 0`` is jump mode (one jump per draw); ``n_rotate`` rotate+pivot moves and
+    ``n_change`` rounds of rule redraws follow each tree's jump process.
+    """
+
+    horizon: float
+    n_rotate: int
+    n_change: int
+    birth_rate: np.ndarray
+    death_rate: np.ndarray
+    births: BirthScratch
+    seq: SeqScratch
+    mb: MoveBuffers
+    jumps: np.ndarray
+    rate: np.ndarray
+
+
+def new_ct_scratch(codes: np.ndarray, m: int, horizon: float, n_rotate: int, n_change: int) -> CTScratch:
+    """Scratch for :func:`ct_update` on ``m`` trees over the rows of ``codes`` (p, n)."""
+    p, n = codes.shape
+    size = int(codes.max(initial=0)) + 2
+    births = BirthScratch(np.empty(size), np.empty(size), np.empty(size, dtype=np.int64),
+                          np.zeros(size, dtype=np.bool_), np.zeros((p, size)))
+    cap = 2 * n + 1
+    return CTScratch(float(horizon), int(n_rotate), int(n_change), np.zeros(cap), np.zeros(cap), births,
+                     new_seq_scratch(n), new_move_buffers(p, n), np.zeros(m, dtype=np.int64), np.zeros(m))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -45,28 +100,30 @@ def _rows_differ(codes, wsplit, i1, i2):
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, out):
+def leaf_births(t, k, data, prior, ps, bs, out):
     """Total birth rate of leaf ``k``; ``out`` = ``RATES_SUM`` (that only), ``RATES`` (also
-    ``R[v, c]`` = rate of each birth) or ``LOG_RATIOS`` (``R[v, c] = log pi(T + (v, c)) - log pi(T)``
-    for every valid split; returns their maximum). The last is used on a node whose children are
-    leaves too: up to a constant, the log posterior of each rule it could carry.
+    ``bs.R[v, c]`` = rate of each birth) or ``LOG_RATIOS`` (``bs.R[v, c] = log pi(T + (v, c)) -
+    log pi(T)`` for every valid split; returns their maximum). The last is used on a node whose
+    children are leaves too: up to a constant, the log posterior of each rule it could carry.
 
-    ``sc = (hw, hs, rep, mixed)`` is per-code scratch sized by the largest code. A child can split
-    again iff its rows are not all identical in the variables of positive weight; for the left
-    child (codes ``<= c``) that holds from some cut on, for the right child up to some cut, so
-    both thresholds come from one scan over the codes with a representative row per code.
+    A child can split again iff its rows are not all identical in the variables of positive weight;
+    for the left child (codes ``<= c``) that holds from some cut on, for the right child up to some
+    cut, so both thresholds come from one scan over the codes with a representative row per code.
     """
-    hw, hs, rep, mixed = sc
-    alpha, beta, mu0, s2 = prm[0], prm[1], prm[2], prm[3]
-    lwk = tf[k, LWAVAIL]
+    hw, hs, rep, mixed, R = bs
+    codes = data.codes
+    wsplit = data.wsplit
+    ti = t.ints
+    pj = t.perm
+    lwk = t.floats[k, LWAVAIL]
     if lwk == NEG_INF:
         return 0.0
     s = ti[k, START]
     e = ti[k, END]
     d = ti[k, DEPTH]
-    W, S = leaf_suff(resid, w, pj, s, e)
-    base = log_psplit(d, alpha, beta) - log1m_psplit(d, alpha, beta) - leaf_loglik(W, S, mu0, s2)
-    leaf_split = log1m_psplit(d + 1, alpha, beta)  # prior factor of a child that could split
+    W, S = leaf_suff(ps, pj, s, e)
+    base = log_psplit(prior, d) - log1m_psplit(prior, d) - leaf_loglik(prior, W, S)
+    leaf_split = log1m_psplit(prior, d + 1)  # prior factor of a child that could split
     total = 0.0 if out != LOG_RATIOS else NEG_INF
     for v in range(codes.shape[0]):
         if wsplit[v] <= 0.0:
@@ -79,11 +136,11 @@ def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, out):
             hs[c] = 0.0
             rep[c] = -1
             mixed[c] = False
-        for t in range(s, e):
-            i = pj[t]
+        for q in range(s, e):
+            i = pj[q]
             c = codes[v, i]
-            hw[c] += w[i]
-            hs[c] += w[i] * resid[i]
+            hw[c] += ps.w[i]
+            hs[c] += ps.w[i] * ps.r[i]
             if rep[c] < 0:
                 rep[c] = i
             elif not mixed[c] and _rows_differ(codes, wsplit, rep[c], i):
@@ -106,7 +163,7 @@ def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, out):
                     break
                 if r1 < 0:
                     r1 = rep[c2]
-        rule = logw[v] - lwk - math.log(mx - mn)
+        rule = data.logw[v] - lwk - math.log(mx - mn)
         WL = 0.0
         SL = 0.0
         delta = 0.0
@@ -117,7 +174,7 @@ def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, out):
             if c == mn or rep[c] >= 0:
                 WL += hw[c]
                 SL += hs[c]
-                delta = base + rule + leaf_loglik(WL, SL, mu0, s2) + leaf_loglik(W - WL, S - SL, mu0, s2)
+                delta = base + rule + leaf_loglik(prior, WL, SL) + leaf_loglik(prior, W - WL, S - SL)
                 if c >= c_left:
                     delta += leaf_split
                 if c <= c_right:
@@ -135,39 +192,24 @@ def leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def death_rate(ti, tf, pj, k, prm, resid, w):
+def death_rate(t, k, prior, ps):
     """Rate of turning node ``k`` (both children leaves) back into a leaf."""
-    alpha, beta, mu0, s2 = prm[0], prm[1], prm[2], prm[3]
-    a = ti[k, LEFT]
-    b = ti[k, RIGHT]
-    d = ti[k, DEPTH]
-    wa, sa = leaf_suff(resid, w, pj, ti[a, START], ti[a, END])
-    wb, sb = leaf_suff(resid, w, pj, ti[b, START], ti[b, END])
-    delta = (
-        leaf_loglik(wa + wb, sa + sb, mu0, s2)
-        - leaf_loglik(wa, sa, mu0, s2)
-        - leaf_loglik(wb, sb, mu0, s2)
-        + log1m_psplit(d, alpha, beta)
-        - log_psplit(d, alpha, beta)
-        - tf[k, RULELP]
-        - leaf_log_prior(d + 1, tf[a, LWAVAIL], alpha, beta)
-        - leaf_log_prior(d + 1, tf[b, LWAVAIL], alpha, beta)
-    )
+    delta = -split_log_ratio(t, prior, ps, k) - t.floats[k, RULELP]
     return 1.0 if delta >= 0.0 else math.exp(delta)
 
 
 @numba.njit(cache=True, nogil=True)
-def _pick_rule(rng, codes, wsplit, pj, s, e, R, total):
+def _pick_rule(rng, data, pj, s, e, R, total):
     """``(v, c, n_cuts)`` drawn in proportion to the weights ``R[v, c]`` (summing to ``total``) of
     the valid rules of the rows ``pj[s:e]``."""
     target = rng.random() * total
     v_pick = -1
     c_pick = -1
     n_cuts = 0
-    for v in range(codes.shape[0]):
-        if wsplit[v] <= 0.0:
+    for v in range(data.codes.shape[0]):
+        if data.wsplit[v] <= 0.0:
             continue
-        mn, mx = code_range(codes[v], pj, s, e)
+        mn, mx = code_range(data.codes[v], pj, s, e)
         for c in range(mn, mx):
             v_pick = v  # the last valid rule absorbs rounding at the top end
             c_pick = c
@@ -179,17 +221,15 @@ def _pick_rule(rng, codes, wsplit, pj, s, e, R, total):
 
 
 @numba.njit(cache=True, nogil=True)
-def _birth(rng, ti, tf, pj, nn, k, codes, wsplit, logw, prm, resid, w, sc, R):
+def _birth(rng, t, k, data, prior, ps, bs):
     """Split leaf ``k`` by a ``(v, c)`` drawn in proportion to its birth rate."""
-    s = ti[k, START]
-    e = ti[k, END]
-    total = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES)
-    v, c, n_cuts = _pick_rule(rng, codes, wsplit, pj, s, e, R, total)
-    split_leaf(ti, tf, pj, nn, k, v, c, n_cuts, codes, wsplit, logw)
+    total = leaf_births(t, k, data, prior, ps, bs, RATES)
+    v, c, n_cuts = _pick_rule(rng, data, t.perm, t.ints[k, START], t.ints[k, END], bs.R, total)
+    split_leaf(t, k, v, c, n_cuts, data)
 
 
 @numba.njit(cache=True, nogil=True)
-def nog_rule_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, sc, R, stack):
+def nog_rule_gibbs(rng, t, data, prior, ps, bs, order):
     """Redraw the rule of a uniformly chosen node whose children are leaves from its full conditional.
 
     Every valid ``(v, c)`` of the node is weighted by the posterior of the tree carrying it (rule
@@ -197,36 +237,36 @@ def nog_rule_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, sc, 
     the node's rows. An exact Gibbs update; the set of such nodes does not depend on their rules,
     so choosing one uniformly keeps it exact. Returns True if the rule changed.
     """
-    k = random_node(rng, ti, tf, nn, True)
+    k = random_node(rng, t, NOG)
     if k < 0:
         return False
-    s = ti[k, START]
-    e = ti[k, END]
-    top = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, LOG_RATIOS)
+    ti, R = t.ints, bs.R
+    s, e = ti[k, START], ti[k, END]
+    top = leaf_births(t, k, data, prior, ps, bs, LOG_RATIOS)
     total = 0.0
-    for v in range(codes.shape[0]):
-        if wsplit[v] > 0.0:
-            mn, mx = code_range(codes[v], pj, s, e)
+    for v in range(data.codes.shape[0]):
+        if data.wsplit[v] > 0.0:
+            mn, mx = code_range(data.codes[v], t.perm, s, e)
             for c in range(mn, mx):
                 R[v, c] = math.exp(R[v, c] - top)
                 total += R[v, c]
-    v_pick, c_pick, _ = _pick_rule(rng, codes, wsplit, pj, s, e, R, total)
+    v_pick, c_pick, _ = _pick_rule(rng, data, t.perm, s, e, R, total)
     if v_pick == ti[k, VAR] and c_pick == ti[k, CUT]:
         return False
     ti[k, VAR] = v_pick
     ti[k, CUT] = c_pick
-    repartition_subtree(ti, pj, codes, k, stack)
-    refresh_subtree_prior(ti, tf, pj, codes, wsplit, logw, k, stack, False)
+    repartition_subtree(t, data, k, order)
+    refresh_subtree_prior(t, data, k, order, False)
     return True
 
 
 @numba.njit(cache=True, nogil=True)
-def _death(ti, tf, nn, k, B, Dr):
+def _death(t, k, B, Dr):
     """Collapse node ``k``; moves the rate caches with the slots. Returns ``k``'s new slot."""
-    a = ti[k, LEFT]
-    b = ti[k, RIGHT]
+    a = t.ints[k, LEFT]
+    b = t.ints[k, RIGHT]
     idx = k
-    count = nn[0]
+    count = t.nn[0]
     for slot in (max(a, b), min(a, b)):
         last = count - 1
         if slot != last:
@@ -235,175 +275,119 @@ def _death(ti, tf, nn, k, B, Dr):
             if last == idx:
                 idx = slot
         count -= 1
-    collapse(ti, tf, nn, k)
+    collapse(t, k)
     return idx
 
 
 @numba.njit(cache=True, nogil=True)
-def _init_rates(ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R):
-    for k in range(nn[0]):
+def _init_rates(t, data, prior, ps, cs):
+    B = cs.birth_rate
+    Dr = cs.death_rate
+    for k in range(t.nn[0]):
         B[k] = 0.0
         Dr[k] = 0.0
-        if ti[k, LEFT] < 0:
-            B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
-        elif is_nog(ti, k):
-            Dr[k] = death_rate(ti, tf, pj, k, prm, resid, w)
+        if t.ints[k, LEFT] < 0:
+            B[k] = leaf_births(t, k, data, prior, ps, cs.births, RATES_SUM)
+        elif is_nog(t.ints, k):
+            Dr[k] = death_rate(t, k, prior, ps)
 
 
 @numba.njit(cache=True, nogil=True)
-def _total_rate(nn, B, Dr):
+def _total_rate(t, cs):
     lam = 0.0
-    for k in range(nn[0]):
-        lam += B[k] + Dr[k]
+    for k in range(t.nn[0]):
+        lam += cs.birth_rate[k] + cs.death_rate[k]
     return lam
 
 
 @numba.njit(cache=True, nogil=True)
-def _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R):
+def _jump(rng, lam, t, data, prior, ps, cs):
     """Make one jump, chosen in proportion to its rate (``lam`` = total); keeps the caches right."""
+    B = cs.birth_rate
+    Dr = cs.death_rate
+    bs = cs.births
+    ti = t.ints
+    # slot by slot, a birth at the slot before a death at it; the last possible jump absorbs rounding
     target = rng.random() * lam
     k_pick = -1
     is_birth = True
-    for k in range(nn[0]):
-        if B[k] > 0.0:
+    for q in range(2 * t.nn[0]):
+        k = q // 2
+        rate = B[k] if q % 2 == 0 else Dr[k]
+        if rate > 0.0:
             k_pick = k
-            is_birth = True
-            target -= B[k]
-            if target < 0.0:
-                break
-        if Dr[k] > 0.0:
-            k_pick = k
-            is_birth = False
-            target -= Dr[k]
+            is_birth = q % 2 == 0
+            target -= rate
             if target < 0.0:
                 break
     if is_birth:
-        _birth(rng, ti, tf, pj, nn, k_pick, codes, wsplit, logw, prm, resid, w, sc, R)
+        _birth(rng, t, k_pick, data, prior, ps, bs)
         a = ti[k_pick, LEFT]
         b = ti[k_pick, RIGHT]
         B[k_pick] = 0.0
-        Dr[k_pick] = death_rate(ti, tf, pj, k_pick, prm, resid, w)
-        B[a] = leaf_births(ti, tf, pj, a, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
-        B[b] = leaf_births(ti, tf, pj, b, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
+        Dr[k_pick] = death_rate(t, k_pick, prior, ps)
+        B[a] = leaf_births(t, a, data, prior, ps, bs, RATES_SUM)
+        B[b] = leaf_births(t, b, data, prior, ps, bs, RATES_SUM)
         Dr[a] = 0.0
         Dr[b] = 0.0
         par = ti[k_pick, PARENT]
         if par >= 0:
             Dr[par] = 0.0
     else:
-        k = _death(ti, tf, nn, k_pick, B, Dr)
-        B[k] = leaf_births(ti, tf, pj, k, codes, wsplit, logw, prm, resid, w, sc, R, RATES_SUM)
+        k = _death(t, k_pick, B, Dr)
+        B[k] = leaf_births(t, k, data, prior, ps, bs, RATES_SUM)
         Dr[k] = 0.0
         par = ti[k, PARENT]
         if par >= 0 and is_nog(ti, par):
-            Dr[par] = death_rate(ti, tf, pj, par, prm, resid, w)
+            Dr[par] = death_rate(t, par, prior, ps)
 
 
 @numba.njit(cache=True, nogil=True)
-def ct_update(rng, horizon, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R):
-    """Run the birth-death process for time ``horizon``; returns ``(jumps, total rate at start)``.
+def birth_death(rng, t, data, prior, ps, cs):
+    """Run the birth-death process for time ``cs.horizon``; returns ``(jumps, total rate at start)``.
 
     ``horizon < 0`` is jump mode: exactly one jump (none if no move is possible), and the second
     value is the total rate of the state *after* it, whose inverse is that state's expected
     holding time (the Rao-Blackwellised weight of the draw).
     """
-    _init_rates(ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R)
-    lam = _total_rate(nn, B, Dr)
-    if horizon < 0.0:
+    _init_rates(t, data, prior, ps, cs)
+    lam = _total_rate(t, cs)
+    if cs.horizon < 0.0:
         if lam <= 0.0:
             return 0, 0.0
-        _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R)
-        return 1, _total_rate(nn, B, Dr)
+        _jump(rng, lam, t, data, prior, ps, cs)
+        return 1, _total_rate(t, cs)
     rate0 = lam
-    t = 0.0
+    time = 0.0
     jumps = 0
     while lam > 0.0:
-        t += -math.log(1.0 - rng.random()) / lam
-        if t > horizon:
+        time += -math.log(1.0 - rng.random()) / lam
+        if time > cs.horizon:
             break
-        _jump(rng, lam, ti, tf, pj, nn, codes, wsplit, logw, prm, resid, w, B, Dr, sc, R)
+        _jump(rng, lam, t, data, prior, ps, cs)
         jumps += 1
-        lam = _total_rate(nn, B, Dr)
+        lam = _total_rate(t, cs)
     return jumps, rate0
 
 
+@register_update(CTScratch)
 @numba.njit(cache=True, nogil=True)
-def ct_scratch(codes, n):
-    """Scratch for :func:`ct_update`: ``(B, Dr, sc, R)`` sized for trees of up to ``2n + 1`` nodes."""
-    p = codes.shape[0]
-    max_code = 0
-    for v in range(p):
-        for i in range(codes.shape[1]):
-            if codes[v, i] > max_code:
-                max_code = codes[v, i]
-    size = max_code + 2
-    sc = (np.empty(size), np.empty(size), np.empty(size, dtype=np.int64), np.zeros(size, dtype=np.bool_))
-    cap = 2 * n + 1
-    return np.zeros(cap), np.zeros(cap), sc, np.zeros((p, size))
-
-
-@numba.njit(cache=True, nogil=True)
-def sweep_ct(rng, j0, resume, horizon, n_change, n_rotate, codes, wsplit, logw, prm, ints, floats, perm, n_nodes,
-             resid, w, Ti, Tf, Tperm, Tnn, jumps_out, rate_out):
-    """Birth-death for time ``horizon`` on trees ``j0 .. m-1`` (counterpart of ``sweep``), each
-    followed by ``n_rotate`` rotate moves (:mod:`.rotate`), each with a pivot move
-    (:mod:`.pivot`, the rotation rotate cannot make because a copy would be empty), and
-    ``n_change`` rounds of rule moves (one CGM change move, an exact MH redraw of any node's
-    rule; an exact Gibbs redraw of the rule of a node whose children are leaves,
-    :func:`nog_rule_gibbs`; an exact Gibbs redraw of a node's rule among those that cut its rows
-    the same way, :func:`.relabel.relabel_gibbs`).
-
-    Each tree runs in the scratch tree ``(Ti, Tf, Tperm, Tnn)`` (room for ``2n + 1`` nodes) and
-    is copied back. Returns -1 when done, or ``j`` when tree ``j``'s result does not fit its node
-    arrays: the result stays in the scratch tree; the caller grows the forest and calls again
-    with ``j0 = j, resume = 1``.
+def ct_update(rng, j, t, data, prior, ps, cs):
+    """Birth-death for time ``horizon`` on tree ``j``, then ``n_rotate`` rotate moves each with a
+    pivot move (the rotation rotate cannot make because a copy would be empty), then ``n_change``
+    rounds of rule moves (one CGM change move, an exact MH redraw of any node's rule; an exact Gibbs
+    redraw of the rule of a node whose children are leaves, :func:`nog_rule_gibbs`; an exact Gibbs
+    redraw of a node's rule among those that cut its rows the same way,
+    :func:`.relabel.relabel_gibbs`). Returns 1 if the birth-death process jumped.
     """
-    m = ints.shape[0]
-    cap = ints.shape[1]
-    n = resid.shape[0]
-    B, Dr, sc, R = ct_scratch(codes, n)
-    big = Ti.shape[0]
-    scratch_p = np.empty(codes.shape[0])
-    stack = np.empty(big + 2, dtype=np.int32)
-    bk_i = np.empty((big, Ti.shape[1]), dtype=Ti.dtype)
-    bk_f = np.empty((big, Tf.shape[1]))
-    bk_p = np.empty(n, dtype=Tperm.dtype)
-    L = 4 * n + 4
-    rs = (np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int64),
-          np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int64),
-          np.empty(L, dtype=np.int32), np.empty(L, dtype=np.int32))
-    mu0 = prm[2]
-    s2 = prm[3]
-    for j in range(j0, m):
-        ti = ints[j]
-        tf = floats[j]
-        pj = perm[j]
-        nn = n_nodes[j : j + 1]
-        if not (resume == 1 and j == j0):
-            add_tree(ti, tf, pj, nn, resid, 1.0)
-            k = nn[0]
-            Ti[:k] = ti[:k]
-            Tf[:k] = tf[:k]
-            Tperm[:] = pj
-            Tnn[0] = k
-            jumps, rate = ct_update(rng, horizon, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, B, Dr,
-                                    sc, R)
-            for _ in range(n_rotate):
-                rotate_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, rs, bk_i, bk_f, bk_p)
-                pivot_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, rs, bk_i, bk_f, bk_p)
-            for _ in range(n_change):
-                change_move(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, scratch_p, stack, bk_i,
-                            bk_f, bk_p)
-                nog_rule_gibbs(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, prm, resid, w, sc, R, stack)
-                relabel_gibbs(rng, Ti, Tf, Tperm, Tnn, codes, wsplit, logw, stack)
-            jumps_out[j] = jumps
-            rate_out[j] = rate
-            if Tnn[0] > cap:
-                return j
-        k = Tnn[0]
-        ti[:k] = Ti[:k]
-        tf[:k] = Tf[:k]
-        pj[:] = Tperm
-        nn[0] = k
-        draw_leaves(rng, ti, tf, pj, nn, resid, w, mu0, s2)
-    return -1
+    jumps, rate = birth_death(rng, t, data, prior, ps, cs)
+    for _ in range(cs.n_rotate):
+        rotate_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
+        pivot_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
+    for _ in range(cs.n_change):
+        change_move(rng, t, data, prior, ps, cs.mb)
+        nog_rule_gibbs(rng, t, data, prior, ps, cs.births, cs.mb.order)
+        relabel_gibbs(rng, t, data, cs.mb.order)
+    cs.jumps[j] = jumps
+    cs.rate[j] = rate
+    return int(jumps > 0)

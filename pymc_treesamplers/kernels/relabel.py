@@ -13,21 +13,24 @@ where every other route passes through trees of negligible posterior mass at low
 
 import numba
 
-from ..forest import refresh_subtree_prior, repartition_subtree
 from ..layout import CUT, END, LEFT, RIGHT, START, VAR
 from ..prior import code_range
-from .growprune import random_node
+from ..tree import INTERNAL, random_node, refresh_subtree_prior, repartition_subtree
 
 
 @numba.njit(cache=True, nogil=True)
-def relabel_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, stack):
+def relabel_gibbs(rng, t, data, order):
     """Redraw the rule (and orientation) of a uniformly chosen internal node within its class.
 
-    Returns True if the tree changed. ``stack``: int scratch of length >= number of nodes.
+    Returns True if the tree changed. ``order``: int scratch longer than the number of nodes.
     """
-    k = random_node(rng, ti, tf, nn, False)
+    k = random_node(rng, t, INTERNAL)
     if k < 0:
         return False
+    ti = t.ints
+    pj = t.perm
+    codes = data.codes
+    wsplit = data.wsplit
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
     # pass 1: total prior weight of the class; pass 2: pick a member
@@ -58,8 +61,8 @@ def relabel_gibbs(rng, ti, tf, pj, nn, codes, wsplit, logw, stack):
                     if swap == 1:
                         ti[k, LEFT] = b
                         ti[k, RIGHT] = a
-                    repartition_subtree(ti, pj, codes, k, stack)
-                    refresh_subtree_prior(ti, tf, pj, codes, wsplit, logw, k, stack, False)
+                    repartition_subtree(t, data, k, order)
+                    refresh_subtree_prior(t, data, k, order, False)
                     return True
                 target -= wt * (hi - lo)
     return False

@@ -1,26 +1,50 @@
-"""The shared machinery of every tree step: state, pseudo-data, the sweep, stats, the trace.
+"""What every tree step shares: the variable and its data, the forest, the sweep, stats, the state.
 
-A subclass names its kernel (``_kind``) and its options; everything else lives here.
+A subclass checks its options, builds its kernel's scratch record (:meth:`BaseTreeStep._new_scratch`)
+and reports its own stats; the backfitting sweep itself is the one driver of
+:mod:`pymc_treesamplers.kernels.driver`.
+
+Stats are named ``<var>_<stat>`` (``mu_n_leaves``, ``mu_forest``, ...): two BART variables in one
+model, or a NUTS step (whose ``depth`` PyMC renames ``tree_depth``), never report the same name, so
+no stat silently replaces another and each one can be saved.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from dataclasses import field
 from typing import Any
 
+import numba
 import numpy as np
 import pymc as pm
 from pymc.blocking import RaveledVars
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
 
 from ..bart import BARTRV, _as_array
 from ..binning import bin_columns
-from ..forest import Forest, forest_sum, forest_summary, init_root_availability
-from ..kernels.sweep import sweep
+from ..forest import Forest, forest_sum, forest_summary, init_roots
+from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
 from ..likelihood import GaussianWorkingModel
+from ..records import Pseudo, TreePrior, split_data
 from ..trace import encode_forest
 
-_PYMC_KWARGS = ("model", "initial_point", "compile_kwargs", "blocked", "rng")
+_log = logging.getLogger("pymc_treesamplers")
+
+
+@dataclass_state
+class TreeStepState(StepMethodState):
+    """Sampling state of a tree step: the forest, its fit at the training rows, whether that fit is
+    the variable's current value (False right after a chain starts), and the tuning flag."""
+
+    forest: Forest
+    f: np.ndarray
+    synced: bool
+    tune: bool
+    var_name: str = field(metadata={"frozen": True})
 
 
 class BaseTreeStep(ArrayStepShared):
@@ -32,15 +56,10 @@ class BaseTreeStep(ArrayStepShared):
 
     name = "tree_step"
     default_blocked = False
-    _state_class = StepMethodState
-    _kind: int = -1
+    _state_class = TreeStepState
+    _extra_stats: dict[str, type] = {}
 
-    def __init__(
-        self, vars=None, *, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None, **kwargs: Any
-    ):
-        self._configure(kwargs)
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(kwargs)}")
+    def __init__(self, vars=None, *, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.value_vars if isinstance(model.values_to_rvs[v].owner.op, BARTRV)]
@@ -54,54 +73,61 @@ class BaseTreeStep(ArrayStepShared):
         if initial_point is None:
             initial_point = model.initial_point()
         op: BARTRV = rv.owner.op
-        _, _, X, Y = rv.owner.inputs
+        _, _, X, _ = rv.owner.inputs
         X = _as_array(X, "X")
         binning = bin_columns(X, op.max_bins, op.split_points)
         self.var_name = rv.name
-        self.codes = np.ascontiguousarray(binning.codes)
         self.thr_table = binning.threshold_table()
         self.m = op.m
         self.n, self.p = X.shape
-        wsplit = op.split_weights(self.p)
-        self.wsplit = wsplit
-        with np.errstate(divide="ignore"):
-            self.logw = np.log(wsplit)
-        self.prm = np.array([op.alpha, op.beta, op.mu0, op.sigma_mu**2])
+        self.data = split_data(binning.codes, op.split_weights(self.p))
+        self.prior = TreePrior(op.alpha, op.beta, op.mu0, op.sigma_mu**2)
         shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
         self.working = GaussianWorkingModel(model, rv, value_var, shared, initial_point, compile_kwargs)
-        self.stats_dtypes_shapes = {
-            "tree_depth": (np.float64, []),
-            "n_leaves": (np.float64, []),
-            "accept": (np.float64, []),
-            # object, not (int64, [p]): PyMC's default NDArray backend allocates stats by dtype
-            # only (one scalar per draw), so an array-valued stat must travel as an object
-            "split_counts": (object, []),
-            "tune": (bool, []),
-            f"{self.var_name}_forest": (object, []),
-            **self._extra_stats_dtypes(),
+        base = {
+            "tree_depth": np.float64,
+            "n_leaves": np.float64,
+            "accept": np.float64,
+            # object, not (int64, [p]): PyMC's default trace backend allocates stats by dtype only
+            # (one scalar per draw), so an array-valued stat travels as an object
+            "split_counts": object,
+            "forest": object,
+            **self._extra_stats,
         }
+        self.stats_dtypes_shapes = {"tune": (bool, []), **{self._stat(k): (d, []) for k, d in base.items()}}
         self.stats_dtypes = [{k: d for k, (d, _) in self.stats_dtypes_shapes.items()}]
         super().__init__([value_var], shared, blocked=blocked, rng=rng)
-        self._reset_chain()
         self.tune = True
+        self._reset_chain()
+        self._scratch = None
+        _compile_kernels_once(self)
 
-    def _configure(self, kwargs: dict) -> None:
-        """Pop and check the sampler's own options from ``kwargs`` (subclasses)."""
+    def _stat(self, name: str) -> str:
+        return f"{self.var_name}_{name}"
 
-    def _extra_stats_dtypes(self) -> dict:
-        """Sampler-specific per-draw stats (subclasses)."""
+    # ------------------------------------------------------------------ what a sampler provides
+
+    def _new_scratch(self, codes: np.ndarray, m: int):
+        """The kernel's scratch record for ``m`` trees on the rows of ``codes`` (subclasses)."""
+        raise NotImplementedError
+
+    def _sampler_stats(self) -> dict:
+        """Values of the stats declared in ``_extra_stats`` for the last sweep (subclasses)."""
         return {}
 
-    def _extra_stats(self) -> dict:
-        return {}
+    def _failure(self, j: int) -> str:
+        """The error message when the update of tree ``j`` failed (subclasses whose update can fail)."""
+        return f"{type(self).__name__}: the update of tree {j} failed"
+
+    # ----------------------------------------------------------------------------- the chain
 
     def _reset_chain(self) -> None:
-        self.forest = Forest.empty(self.m, self.n, self.prm[2])
-        init_root_availability(self.codes, self.wsplit, self.forest.floats, self.forest.perm)
+        self.forest = Forest.empty(self.m, self.n, self.prior.mu0)
+        init_roots(self.forest.arrays(), self.data, self.prior.mu0)
         self.f = np.empty(self.n)
-        forest_sum(self.forest.ints, self.forest.floats, self.forest.perm, self.forest.n_nodes, self.f)
-        self._moves = np.zeros(self.m, dtype=np.int64)
-        self._accepted = np.zeros(self.m, dtype=np.bool_)
+        forest_sum(self.forest.arrays(), self.f)
+        self.synced = False
+        self._changed = np.zeros(self.m, dtype=np.bool_)
         self._split_counts = np.zeros(self.p, dtype=np.int64)
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
@@ -110,52 +136,100 @@ class BaseTreeStep(ArrayStepShared):
         self._reset_chain()
         self.tune = tune > 0
 
+    def __getstate__(self):
+        # scratch buffers are sized by the data (up to ~100 bytes per row and particle); workers
+        # allocate their own rather than receive them pickled
+        state = self.__dict__.copy()
+        state["_scratch"] = None
+        return state
+
     @staticmethod
     def competence(var, has_grad):
         if isinstance(getattr(var.owner, "op", None), BARTRV):
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
-    def _run_sweep(self, resid: np.ndarray, w: np.ndarray) -> None:
-        fr = self.forest
-        j = 0
+    def _buffers(self):
+        if self._scratch is None:
+            self._scratch = (new_work(self.n), self._new_scratch(self.data.codes, self.m))
+        return self._scratch
+
+    def _run_sweep(self, ps: Pseudo) -> None:
+        work, scratch = self._buffers()
+        j, resume = 0, False
         while True:
-            j = sweep(
-                self.rng,
-                j,
-                self._kind,
-                self._probs,
-                self.codes,
-                self.wsplit,
-                self.logw,
-                self.prm,
-                fr.ints,
-                fr.floats,
-                fr.perm,
-                fr.n_nodes,
-                resid,
-                w,
-                self._moves,
-                self._accepted,
-            )
-            if j < 0:
+            code, j = sweep(self.rng, j, resume, self.data, self.prior, self.forest.arrays(), ps, work, scratch,
+                            self._changed)
+            if code == SWEEP_DONE:
                 return
-            fr.grow_capacity()
+            if code == SWEEP_FAILED:
+                raise RuntimeError(self._failure(j))
+            self.forest.grow_capacity(int(work.nn[0]))
+            resume = True
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
+        if self.synced and not np.array_equal(q0.data, self.f.astype(q0.data.dtype)):
+            raise RuntimeError(
+                f"the value of the BART variable {self.var_name!r} was changed outside its tree step, so it no longer "
+                "matches the trees. Let one pymc_treesamplers step own each BART variable (no other step, no manual "
+                "edits of the point); to resume a chain, restore the step's sampling_state together with the point."
+            )
         z, w = self.working(self.f)
-        resid = z - self.f
-        self._run_sweep(resid, w)
-        fr = self.forest
-        forest_sum(fr.ints, fr.floats, fr.perm, fr.n_nodes, self.f)
-        depth, leaves = forest_summary(fr.ints, fr.n_nodes, self._split_counts)
+        self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - self.f, np.asarray(w, dtype=np.float64)))
+        fr = self.forest.arrays()
+        forest_sum(fr, self.f)
+        self.synced = True
+        depth, leaves = forest_summary(fr, self._split_counts)
         stats = {
-            "tree_depth": depth,
-            "n_leaves": leaves,
-            "accept": float(self._accepted.mean()),
-            "split_counts": self._split_counts.copy(),
             "tune": self.tune,
-            f"{self.var_name}_forest": encode_forest(fr, self.thr_table),
-            **self._extra_stats(),
+            self._stat("tree_depth"): depth,
+            self._stat("n_leaves"): leaves,
+            self._stat("accept"): float(self._changed.mean()),
+            self._stat("split_counts"): self._split_counts.copy(),
+            self._stat("forest"): encode_forest(self.forest, self.thr_table),
+            **{self._stat(k): v for k, v in self._sampler_stats().items()},
         }
         return RaveledVars(self.f.astype(q0.data.dtype), q0.point_map_info), [stats]
+
+
+_COMPILED: set[type] = set()
+
+
+def _compile_kernels_once(step: BaseTreeStep) -> None:
+    """Compile (or load from numba's cache) the sweep for this sampler before sampling starts, saying so
+    when it is a real compile, so the first ``pm.sample`` does not sit silently at 0% (worker
+    processes then load the compiled code from the cache)."""
+    kind = type(step)
+    if kind in _COMPILED:
+        return
+    _COMPILED.add(kind)
+    codes = np.array([[0, 1, 1, 2]], dtype=np.uint16)
+    data = split_data(codes, np.ones(1))
+    forest = Forest.empty(1, 4, 0.0)
+    fa = forest.arrays()
+    ps = Pseudo(np.zeros(4), np.ones(4))
+    args = (np.random.default_rng(0), 0, False, data, step.prior, fa, ps, new_work(4), step._new_scratch(codes, 1),
+            np.zeros(1, dtype=np.bool_))
+    cached = _in_numba_cache(sweep, args)
+    t0 = time.perf_counter()
+    if not cached:
+        _log.info("pymc_treesamplers: compiling the %s kernels (first use with this numba cache; cached after)",
+                  kind.__name__)
+    init_roots(fa, data, 0.0)
+    sweep(*args)
+    forest_sum(fa, np.empty(4))
+    forest_summary(fa, np.zeros(1, dtype=np.int64))
+    encode_forest(forest, np.zeros((1, 2)))
+    if not cached:
+        _log.info("pymc_treesamplers: compiled in %.0f s", time.perf_counter() - t0)
+
+
+def _in_numba_cache(dispatcher, args) -> bool:
+    """Whether ``dispatcher`` has code for these arguments in memory or in its on-disk cache."""
+    sig = tuple(numba.typeof(a) for a in args)
+    if sig in dispatcher.overloads:
+        return True
+    try:  # numba's own lookup (Dispatcher.compile does the same before compiling)
+        return dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None
+    except Exception:  # internals changed: better no notice than a wrong one
+        return True

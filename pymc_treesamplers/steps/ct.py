@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 
-from ..kernels.ct import sweep_ct
-from ..layout import N_FLOAT_FIELDS, N_INT_FIELDS
+from ..kernels.ct import new_ct_scratch
 from .base import BaseTreeStep
 
 
@@ -28,43 +27,81 @@ class CTBirthDeathStep(BaseTreeStep):
     Births (a leaf split by any valid rule) and deaths (a node with two leaf children merged) occur
     at rate ``min(1, pi(T') / pi(T))``: detailed balance holds for every pair, so the state at a
     fixed time is an exact conditional draw, and the step composes with sigma, other trees and
-    other variables. ``horizon`` (> 0, default 1.0) trades cost for mixing: the expected number of
-    jumps per tree is about ``horizon`` times the total rate.
+    other variables.
 
-    Births and deaths alone cannot move a well-supported root split, so two kinds of exact rule
-    moves can follow each tree's run (``True`` for one, or a number per tree and draw):
+    Parameters
+    ----------
+    vars : list of one BART variable, optional
+        Defaults to the model's BART variable.
+    horizon : float > 0, default 1.0
+        Time each tree's process runs per draw: the expected number of jumps per tree is about
+        ``horizon`` times the total rate, so it trades cost for mixing.
+    mode : {"horizon", "jump"}, default "horizon"
+        ``"jump"`` (one tree, nothing else in the model moving) makes exactly one jump per draw
+        and records ``<var>_waiting_time``, the expected holding time ``1 / Lambda(T)`` of the
+        state the draw ends in: the draws are then the embedded jump chain, and posterior
+        expectations are waiting-time-weighted averages (:func:`pymc_treesamplers.jump_weights`,
+        :func:`pymc_treesamplers.resample_jump_chain`), not plain averages.
+    rotate : bool or int, default False
+        Pratola's (2016) rotate moves after each tree's run (``True``: one; an int: that many per
+        tree and draw), each followed by a pivot, the tree rotation for the case where one lifted
+        copy would be empty (every leaf keeps its rows, so a root cut placed short of a gap can be
+        moved under the split that should be the root, and the leftover split dies).
+    change : bool or int, default False
+        Rounds of exact rule redraws after each tree's run: a CGM change (MH redraw of any node's
+        rule from its prior), a Gibbs redraw of the rule of a node whose children are leaves, and
+        a Gibbs redraw of a node's rule among the rules that cut its rows the same way, mirrored or
+        not (it moves a root split from x1 to the equivalent split on x3 on the Wu et al. data).
+        ``rotate=True, change=True`` is the paper's CT-C arm, ``rotate=True`` alone its CT-B.
+    model, initial_point, compile_kwargs, blocked, rng
+        As for PyMC's own step methods.
 
-    * ``rotate``: Pratola's (2016) rotate, an exact Metropolis-Hastings move that lifts a split
-      above its parent or merges two identical lifted copies back (:mod:`..kernels.rotate`), each
-      followed by a pivot, the tree rotation for the case where one lifted copy would be empty
-      (:mod:`..kernels.pivot`; every leaf keeps its rows, so a root cut placed short of a gap can
-      be moved under the split that should be the root, and the leftover split dies);
-    * ``change``: one round of rule redraws, each exact: a CGM change (MH redraw of any node's
-      rule from its prior), a Gibbs redraw of the rule of a node whose children are leaves (all
-      its rules weighted from one pass over its rows), and a Gibbs redraw of a node's rule among
-      the rules that cut its rows the same way, mirrored or not (:mod:`..kernels.relabel`; it is
-      what moves a root split from x1 to the equivalent split on x3 on the Wu et al. data).
+    Notes
+    -----
+    Extra per-draw stats: ``<var>_jumps`` (mean jumps per tree), ``<var>_total_rate`` (mean total
+    jump rate per tree at the start of its update; in jump mode, after the jump) and, in jump mode,
+    ``<var>_waiting_time``.
 
-    ``rotate=True, change=True`` is the paper's CT-C arm, ``rotate=True`` alone its CT-B.
-
-    ``mode="jump"`` (one tree, nothing else in the model moving) makes exactly one jump per draw
-    and records ``waiting_time``, the expected holding time ``1 / Lambda(T)`` of the state the draw
-    ends in: the draws are then the embedded jump chain, and posterior expectations are
-    ``waiting_time``-weighted averages (:func:`pymc_treesamplers.jump_weights`,
-    :func:`pymc_treesamplers.resample_jump_chain`), not plain averages.
-
-    Extra per-draw stats: ``jumps`` (mean jumps per tree), ``total_rate`` (mean total jump rate
-    per tree at the start of its update; in jump mode, after the jump) and, in jump mode,
-    ``waiting_time``.
-
+    Examples
+    --------
     >>> # idata = pm.sample(step=[pmt.CTBirthDeathStep([mu], horizon=2.0)])
     """
 
     name = "ctbirthdeath"
 
-    def __init__(self, vars=None, *, model=None, **kwargs):
-        super().__init__(vars, model=model, **kwargs)
-        if self.mode == "jump":
+    def __init__(
+        self,
+        vars=None,
+        *,
+        horizon: float = 1.0,
+        mode: str = "horizon",
+        rotate: bool | int = False,
+        change: bool | int = False,
+        model=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked=False,
+        rng=None,
+    ):
+        if mode not in ("horizon", "jump"):
+            raise ValueError(f"mode must be 'horizon' or 'jump', got {mode!r}")
+        if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)):
+            raise TypeError(f"horizon must be a number, got {horizon!r}")
+        if not (np.isfinite(horizon) and horizon > 0):
+            raise ValueError(f"horizon must be finite and > 0, got {horizon!r}")
+        self.mode = mode
+        self.horizon = float(horizon)
+        self.rotate = _move_count("rotate", rotate)
+        self.change = _move_count("change", change)
+        for flag in ("change", "rotate"):
+            if getattr(self, flag) and mode == "jump":
+                raise ValueError(f"{flag} moves cannot be combined with mode='jump' (the weights are the jump chain's)")
+        self._extra_stats = {"jumps": np.float64, "total_rate": np.float64}
+        if mode == "jump":
+            self._extra_stats["waiting_time"] = np.float64
+        super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
+                         blocked=blocked, rng=rng)
+        if mode == "jump":
             model = pm.modelcontext(model)
             others = [rv.name for rv in model.free_RVs if rv.name != self.var_name]
             if others or self.m != 1:
@@ -74,57 +111,14 @@ class CTBirthDeathStep(BaseTreeStep):
                     f"variables {others}: use mode='horizon'"
                 )
 
-    def _configure(self, kwargs: dict) -> None:
-        mode = kwargs.pop("mode", "horizon")
-        if mode not in ("horizon", "jump"):
-            raise ValueError(f"mode must be 'horizon' or 'jump', got {mode!r}")
-        self.mode = mode
-        horizon = kwargs.pop("horizon", 1.0)
-        if isinstance(horizon, bool) or not isinstance(horizon, (int, float, np.integer, np.floating)):
-            raise TypeError(f"horizon must be a number, got {horizon!r}")
-        if not (np.isfinite(horizon) and horizon > 0):
-            raise ValueError(f"horizon must be finite and > 0, got {horizon!r}")
-        self.horizon = float(horizon)
-        for flag in ("change", "rotate"):
-            setattr(self, flag, _move_count(flag, kwargs.pop(flag, False)))
-            if getattr(self, flag) and mode == "jump":
-                raise ValueError(f"{flag} moves cannot be combined with mode='jump' (the weights are the jump chain's)")
-        self._probs = np.zeros(4)
+    def _new_scratch(self, codes, m):
+        horizon = -1.0 if self.mode == "jump" else self.horizon
+        return new_ct_scratch(codes, m, horizon, self.rotate, self.change)
 
-    def _extra_stats_dtypes(self) -> dict:
-        extra = {"jumps": (np.float64, []), "total_rate": (np.float64, [])}
+    def _sampler_stats(self) -> dict:
+        sk = self._buffers()[1]
+        out = {"jumps": float(sk.jumps.mean()), "total_rate": float(sk.rate.mean())}
         if self.mode == "jump":
-            extra["waiting_time"] = (np.float64, [])
-        return extra
-
-    def _reset_chain(self) -> None:
-        super()._reset_chain()
-        cap = 2 * self.n + 1
-        self._Ti = np.full((cap, N_INT_FIELDS), -1, dtype=np.int32)
-        self._Tf = np.zeros((cap, N_FLOAT_FIELDS))
-        self._Tperm = np.empty(self.n, dtype=np.int32)
-        self._Tnn = np.zeros(1, dtype=np.int32)
-        self._jumps = np.zeros(self.m, dtype=np.int64)
-        self._rate = np.zeros(self.m)
-
-    def _run_sweep(self, resid: np.ndarray, w: np.ndarray) -> None:
-        fr = self.forest
-        j, resume = 0, 0
-        while True:
-            horizon = -1.0 if self.mode == "jump" else self.horizon
-            j = sweep_ct(self.rng, j, resume, horizon, self.change, self.rotate, self.codes, self.wsplit, self.logw,
-                         self.prm, fr.ints, fr.floats, fr.perm, fr.n_nodes, resid, w, self._Ti, self._Tf,
-                         self._Tperm, self._Tnn, self._jumps, self._rate)
-            if j < 0:
-                break
-            while fr.capacity < self._Tnn[0]:
-                fr.grow_capacity()
-            resume = 1
-        self._accepted[:] = self._jumps > 0
-
-    def _extra_stats(self) -> dict:
-        out = {"jumps": float(self._jumps.mean()), "total_rate": float(self._rate.mean())}
-        if self.mode == "jump":
-            lam = float(self._rate[0])
+            lam = float(sk.rate[0])
             out["waiting_time"] = 1.0 / lam if lam > 0 else float("inf")
         return out

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.pg import (
+from ..kernels.pg import new_pg_scratch
+from ..kernels.smc import (
     PROPOSAL_EMPIRICAL,
     PROPOSAL_OPTIMAL,
     PROPOSAL_PRIOR,
     RESAMPLE_MULTINOMIAL,
     RESAMPLE_SYSTEMATIC,
-    sweep_pg,
+    SMCOptions,
 )
-from ..layout import N_FLOAT_FIELDS, N_INT_FIELDS
 from .base import BaseTreeStep
 
 _PROPOSALS = {"prior": PROPOSAL_PRIOR, "empirical": PROPOSAL_EMPIRICAL, "optimal": PROPOSAL_OPTIMAL}
@@ -22,76 +22,80 @@ _RESAMPLING = {"multinomial": RESAMPLE_MULTINOMIAL, "systematic": RESAMPLE_SYSTE
 class PGBARTStep(BaseTreeStep):
     """Particle Gibbs: each tree is redrawn whole by a conditional SMC clamped to the old tree.
 
-    Parameters (keywords): ``num_particles`` (C >= 2, default 10); ``resampling`` ("multinomial"
-    or "systematic"); ``ess_threshold`` in [0, 1] (resample when ESS <= threshold * C; 1.0, the
-    paper's setting, resamples at every stage); ``proposal`` ("prior", "empirical" or
-    "optimal"); ``max_stages`` (default 5000; an SMC that would need more raises an error rather
-    than truncate the tree prior).
+    Parameters
+    ----------
+    vars : list of one BART variable, optional
+        Defaults to the model's BART variable.
+    num_particles : int, default 10
+        Particles C (>= 2), the old tree included.
+    resampling : {"multinomial", "systematic"}, default "multinomial"
+        Resampling scheme (conditional: the old tree is never resampled away).
+    ess_threshold : float in [0, 1], default 1.0
+        Resample when the effective sample size is at most ``ess_threshold * C``; 1.0, the
+        paper's setting, resamples at every stage, 0.0 never (conditional importance sampling).
+    proposal : {"prior", "empirical", "optimal"}, default "prior"
+        How particles grow: the tree prior; the prior with cuts uniform over the gaps between the
+        node's data; or the one-step optimal proposal (prior times likelihood ratio).
+    max_stages : int, default 5000
+        An SMC that would need more stages raises an error rather than truncate the tree prior.
+    model, initial_point, compile_kwargs, blocked, rng
+        As for PyMC's own step methods.
 
-    Extra per-draw stats: ``kept_old`` (share of trees where the old tree was kept) and
-    ``stages`` (mean SMC stages per tree).
+    Notes
+    -----
+    Extra per-draw stats: ``<var>_kept_old`` (share of trees where the old tree was kept) and
+    ``<var>_stages`` (mean SMC stages per tree).
 
+    Examples
+    --------
     >>> # idata = pm.sample(step=[pmt.PGBARTStep([mu], num_particles=10)])
     """
 
     name = "pgbart"
+    _extra_stats = {"kept_old": np.float64, "stages": np.float64}
 
-    def _configure(self, kwargs: dict) -> None:
-        c = kwargs.pop("num_particles", 10)
+    def __init__(
+        self,
+        vars=None,
+        *,
+        num_particles: int = 10,
+        resampling: str = "multinomial",
+        ess_threshold: float = 1.0,
+        proposal: str = "prior",
+        max_stages: int = 5000,
+        model=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked=False,
+        rng=None,
+    ):
+        c = num_particles
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 2:
             raise ValueError(f"num_particles must be an integer >= 2, got {c!r}")
-        resampling = kwargs.pop("resampling", "multinomial")
         if resampling not in _RESAMPLING:
             raise ValueError(f"resampling must be one of {sorted(_RESAMPLING)}, got {resampling!r}")
-        proposal = kwargs.pop("proposal", "prior")
         if proposal not in _PROPOSALS:
             raise ValueError(f"proposal must be one of {sorted(_PROPOSALS)}, got {proposal!r}")
-        ess = kwargs.pop("ess_threshold", 1.0)
-        if not isinstance(ess, (int, float, np.floating)) or not 0.0 <= float(ess) <= 1.0:
+        ess = ess_threshold
+        if isinstance(ess, bool) or not isinstance(ess, (int, float, np.floating)) or not 0.0 <= float(ess) <= 1.0:
             raise ValueError(f"ess_threshold must lie in [0, 1], got {ess!r}")
-        stages = kwargs.pop("max_stages", 5000)
+        stages = max_stages
         if isinstance(stages, bool) or not isinstance(stages, (int, np.integer)) or stages < 1:
             raise ValueError(f"max_stages must be an integer >= 1, got {stages!r}")
         self.num_particles = int(c)
-        self._opts = np.array([c, _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), stages], dtype=float)
-        self._probs = np.zeros(4)
+        self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages))
+        super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
+                         blocked=blocked, rng=rng)
 
-    def _extra_stats_dtypes(self) -> dict:
-        return {"kept_old": (np.float64, []), "stages": (np.float64, [])}
+    def _new_scratch(self, codes, m):
+        return new_pg_scratch(self.opts, codes, m)
 
-    def _reset_chain(self) -> None:
-        super()._reset_chain()
-        C, n, cap = self.num_particles, self.n, 2 * self.n + 1
-        self._Pi = np.full((C, cap, N_INT_FIELDS), -1, dtype=np.int32)
-        self._Pf = np.zeros((C, cap, N_FLOAT_FIELDS))
-        self._Ps = np.zeros((C, cap, 3))
-        self._Pperm = np.empty((C, n), dtype=np.int32)
-        self._Pnn = np.zeros(C, dtype=np.int32)
-        self._Phead = np.zeros(C, dtype=np.int32)
-        self._Pmap = np.zeros(cap, dtype=np.int32)
-        self._kept = np.zeros(self.m, dtype=np.bool_)
-        self._stages = np.zeros(self.m, dtype=np.int64)
-        self._status = np.zeros(2, dtype=np.int64)
+    def _sampler_stats(self) -> dict:
+        sk = self._buffers()[1]
+        return {"kept_old": float(sk.kept.mean()), "stages": float(sk.stages.mean())}
 
-    def _run_sweep(self, resid: np.ndarray, w: np.ndarray) -> None:
-        fr = self.forest
-        j, resume = 0, 0
-        while True:
-            self._status[1] = 0
-            j = sweep_pg(self.rng, j, resume, self._opts, self.codes, self.wsplit, self.logw, self.prm,
-                         fr.ints, fr.floats, fr.perm, fr.n_nodes, resid, w, self._Pi, self._Pf, self._Ps,
-                         self._Pperm, self._Pnn, self._Phead, self._Pmap, self._kept, self._stages, self._status)
-            if j < 0:
-                break
-            if self._status[1]:
-                raise RuntimeError(
-                    f"PGBARTStep: an SMC for tree {j} needed more than max_stages={int(self._opts[4])} stages; "
-                    "raise max_stages (it must exceed the node count of every tree)"
-                )
-            while fr.capacity < self._Pnn[self._status[0]]:
-                fr.grow_capacity()
-            resume = 1
-        self._accepted[:] = ~self._kept
-
-    def _extra_stats(self) -> dict:
-        return {"kept_old": float(self._kept.mean()), "stages": float(self._stages.mean())}
+    def _failure(self, j: int) -> str:
+        return (
+            f"PGBARTStep: an SMC for tree {j} needed more than max_stages={self.opts.max_stages} stages; "
+            "raise max_stages (it must exceed the node count of every tree)"
+        )

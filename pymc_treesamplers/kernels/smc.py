@@ -1,0 +1,456 @@
+"""Top-down sequential Monte Carlo over trees (Lakshminarayanan, Roy & Teh 2013), the one SMC
+engine of the package: Particle Gibbs runs it conditionally (:mod:`.pg`), estimators and particle
+independent Metropolis-Hastings unconditionally.
+
+Every particle builds a tree by node-wise, breadth-first expansion: at each stage it pops its
+oldest eligible node and either stops it (a leaf) or splits it. Nodes are created in the order they
+join the eligible queue, so a particle's queue is simply its node ids ``head .. nn - 1``. With
+``conditional``, particle 0 is clamped to a reference tree: it replays that tree's own construction
+path (same decisions, same rules) and is never resampled away (Andrieu, Doucet & Holenstein 2010;
+Algorithm 2 of the PG-BART paper). The other particles draw decisions from a proposal:
+
+* ``PROPOSAL_PRIOR``: split w.p. ``p_split(d)``, rule from the rule prior;
+* ``PROPOSAL_EMPIRICAL``: as prior, but the cut is drawn uniformly among the gaps between adjacent
+  codes present in the node, then uniformly inside the gap (the discrete analogue of the 2013 paper);
+* ``PROPOSAL_OPTIMAL``: the one-step optimal proposal, ``q(decision) ∝ prior(decision) * likelihood ratio``.
+
+Each stage multiplies a particle's weight by ``prior * likelihood ratio / proposal`` of its
+decision (eq. 11 of the 2015 paper for the prior proposal; eligible nodes count as leaves). When the
+effective sample size is at most ``ess_threshold * C`` the particles are resampled (multinomial or
+systematic; conditionally, all but the reference, with the reference placed at a position drawn
+given its index) and every weight set to their mean, so that at the end the mean weight is the
+estimate of the marginal likelihood relative to the single-leaf tree: unbiased for an
+unconditional run. Leaves are integrated out throughout and drawn afterwards by the caller.
+
+Particle buffers hold up to ``2n + 1`` nodes (a tree has at most ``2n - 1``), so a run never restarts.
+"""
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ..gaussian import leaf_loglik, leaf_suff
+from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, RIGHT, START, VAR
+from ..prior import NEG_INF, code_range, draw_split_rule, log1m_psplit, log_psplit
+from ..records import Tree, empty_nodes
+from ..tree import copy_nodes, copy_perm, set_leaf, split_leaf
+
+PROPOSAL_PRIOR, PROPOSAL_EMPIRICAL, PROPOSAL_OPTIMAL = range(3)
+RESAMPLE_MULTINOMIAL, RESAMPLE_SYSTEMATIC = range(2)
+W_, S_, L_ = range(3)  # columns of the per-node sufficient statistics
+
+
+class SMCOptions(NamedTuple):
+    """``n_particles`` (C), proposal and resampling codes, resampling threshold on the ESS as a
+    share of C, and a stage limit (a run that needs more stops and reports it)."""
+
+    n_particles: int
+    proposal: int
+    resampling: int
+    ess_threshold: float
+    max_stages: int
+
+
+class Particles(NamedTuple):
+    """C trees under construction: node rows, per-node ``(W, S, log marginal likelihood)``, row
+    orders, node counts, queue heads, log weights; ``ref_map`` maps the reference particle's nodes
+    to the reference tree's; ``counts`` is resampling scratch."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    stats: np.ndarray
+    perm: np.ndarray
+    nn: np.ndarray
+    head: np.ndarray
+    logw: np.ndarray
+    ref_map: np.ndarray
+    counts: np.ndarray
+
+
+class ProposalScratch(NamedTuple):
+    """Buffers of the proposals: per-variable weights, per-code presence flags and histograms, and
+    the optimal proposal's table of log option weights (stop; every rule)."""
+
+    scratch_p: np.ndarray
+    present: np.ndarray
+    hist_w: np.ndarray
+    hist_s: np.ndarray
+    opt: np.ndarray
+
+
+def new_particles(C: int, n: int) -> Particles:
+    """Buffers for ``C`` particles on ``n`` rows."""
+    cap = 2 * n + 1
+    ints, floats = empty_nodes(C * cap)
+    return Particles(ints.reshape(C, cap, -1), floats.reshape(C, cap, -1), np.empty((C, cap, 3)),
+                     np.empty((C, n), dtype=np.int32), np.zeros(C, dtype=np.int32), np.zeros(C, dtype=np.int32),
+                     np.zeros(C), np.zeros(cap, dtype=np.int32), np.zeros(C, dtype=np.int64))
+
+
+def new_proposal_scratch(codes: np.ndarray) -> ProposalScratch:
+    """Proposal buffers for the covariate codes (p, n)."""
+    p = codes.shape[0]
+    size = int(codes.max(initial=0)) + 2
+    return ProposalScratch(np.empty(p), np.zeros(size, dtype=np.bool_), np.empty(size), np.empty(size),
+                           np.empty((1 + p, size)))
+
+
+@numba.njit(cache=True, nogil=True)
+def particle(P, c):
+    """Particle ``c`` as a :class:`~pymc_treesamplers.records.Tree` of views."""
+    return Tree(P.ints[c], P.floats[c], P.perm[c], P.nn[c : c + 1])
+
+
+@numba.njit(cache=True, nogil=True)
+def _node_stats(P, c, u, ps, pj, s, e, prior):
+    wu, su = leaf_suff(ps, pj, s, e)
+    P.stats[c, u, W_] = wu
+    P.stats[c, u, S_] = su
+    P.stats[c, u, L_] = leaf_loglik(prior, wu, su)
+
+
+@numba.njit(cache=True, nogil=True)
+def _split(P, c, u, v, cut, n_cuts, data, prior, ps):
+    """Split node ``u`` of particle ``c`` by ``code_v <= cut``; returns the log likelihood ratio."""
+    t = particle(P, c)
+    a = P.nn[c]
+    mid = split_leaf(t, u, v, cut, n_cuts, data)
+    _node_stats(P, c, a, ps, t.perm, t.ints[u, START], mid, prior)
+    _node_stats(P, c, a + 1, ps, t.perm, mid, t.ints[u, END], prior)
+    return P.stats[c, a, L_] + P.stats[c, a + 1, L_] - P.stats[c, u, L_]
+
+
+@numba.njit(cache=True, nogil=True)
+def _gaps(code_v, pj, s, e, present, cut, pick):
+    """Gaps between adjacent codes present in a node: ``(number of gaps, lo, hi)`` where
+    ``[lo, hi)`` are the cuts of the gap holding ``cut`` (``cut >= 0``) or of the ``pick``-th gap.
+
+    ``present`` is boolean scratch over codes (left all False on return).
+    """
+    mn, mx = code_range(code_v, pj, s, e)
+    for q in range(s, e):
+        present[code_v[pj[q]]] = True
+    n_gaps = 0
+    lo = mn
+    hi = mn
+    prev = mn
+    for code in range(mn + 1, mx + 1):
+        if present[code]:
+            if (cut >= 0 and prev <= cut < code) or n_gaps == pick:
+                lo = prev
+                hi = code
+            n_gaps += 1
+            prev = code
+    for q in range(s, e):
+        present[code_v[pj[q]]] = False
+    return n_gaps, lo, hi
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_empirical_cut(rng, code_v, pj, s, e, present):
+    """A gap between adjacent present codes uniformly, then a cut uniformly inside it."""
+    n_gaps, _, _ = _gaps(code_v, pj, s, e, present, -1, -1)
+    _, lo, hi = _gaps(code_v, pj, s, e, present, -1, rng.integers(0, n_gaps))
+    return lo + rng.integers(0, hi - lo)
+
+
+@numba.njit(cache=True, nogil=True)
+def _optimal_options(P, c, u, data, prior, ps, sc):
+    """Log (prior x likelihood ratio) of stopping (``opt[0, 0]``) and of every rule (``opt[1 + v, code]``).
+
+    Returns the log normaliser; impossible options hold ``-inf``.
+    """
+    opt = sc.opt
+    hist_w = sc.hist_w
+    hist_s = sc.hist_s
+    ti = P.ints[c]
+    pj = P.perm[c]
+    s = ti[u, START]
+    e = ti[u, END]
+    d = ti[u, DEPTH]
+    lwavail = P.floats[c, u, LWAVAIL]
+    for r in range(opt.shape[0]):
+        for q in range(opt.shape[1]):
+            opt[r, q] = NEG_INF
+    if lwavail == NEG_INF:
+        opt[0, 0] = 0.0
+        return 0.0
+    opt[0, 0] = log1m_psplit(prior, d)
+    l_parent = P.stats[c, u, L_]
+    w_tot = P.stats[c, u, W_]
+    s_tot = P.stats[c, u, S_]
+    lsplit = log_psplit(prior, d)
+    for v in range(data.codes.shape[0]):
+        if data.wsplit[v] <= 0.0:
+            continue
+        code_v = data.codes[v]
+        mn, mx = code_range(code_v, pj, s, e)
+        if mx == mn:
+            continue
+        for code in range(mn, mx + 1):
+            hist_w[code] = 0.0
+            hist_s[code] = 0.0
+        for q in range(s, e):
+            i = pj[q]
+            hist_w[code_v[i]] += ps.w[i]
+            hist_s[code_v[i]] += ps.w[i] * ps.r[i]
+        base = lsplit + data.logw[v] - lwavail - math.log(mx - mn)
+        wl = 0.0
+        sl = 0.0
+        for code in range(mn, mx):
+            wl += hist_w[code]
+            sl += hist_s[code]
+            lik = leaf_loglik(prior, wl, sl) + leaf_loglik(prior, w_tot - wl, s_tot - sl) - l_parent
+            opt[1 + v, code] = base + lik
+    top = opt.max()
+    total = 0.0
+    for r in range(opt.shape[0]):
+        for q in range(opt.shape[1]):
+            if opt[r, q] > NEG_INF:
+                total += math.exp(opt[r, q] - top)
+    return top + math.log(total)
+
+
+@numba.njit(cache=True, nogil=True)
+def _draw_option(rng, opt, log_z):
+    """``(split, v, cut)`` drawn in proportion to ``exp(opt)`` (normaliser ``exp(log_z)``)."""
+    target = math.log(rng.random()) + log_z
+    acc = NEG_INF
+    last_r = 0
+    last_q = 0
+    for r in range(opt.shape[0]):
+        for q in range(opt.shape[1]):
+            if opt[r, q] > NEG_INF:
+                hi = max(acc, opt[r, q])
+                acc = hi + math.log(math.exp(acc - hi) + math.exp(opt[r, q] - hi))
+                last_r = r
+                last_q = q
+                if acc >= target:
+                    return r > 0, r - 1, q
+    return last_r > 0, last_r - 1, last_q  # rounding at the top end: the last possible option
+
+
+@numba.njit(cache=True, nogil=True)
+def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, ps, sc):
+    """Pop node ``u`` of particle ``c``: stop or split it; returns the log incremental weight."""
+    ti = P.ints[c]
+    pj = P.perm[c]
+    s = ti[u, START]
+    e = ti[u, END]
+    d = ti[u, DEPTH]
+    lwavail = P.floats[c, u, LWAVAIL]
+    v = -1
+    cut = -1
+    lw = 0.0
+    if proposal == PROPOSAL_OPTIMAL:
+        lw = _optimal_options(P, c, u, data, prior, ps, sc)
+        if is_ref:
+            o = P.ref_map[u]
+            split = ref.ints[o, LEFT] >= 0
+            v = ref.ints[o, VAR]
+            cut = ref.ints[o, CUT]
+        else:
+            split, v, cut = _draw_option(rng, sc.opt, lw)
+        if not split:
+            return lw
+        mn, mx = code_range(data.codes[v], pj, s, e)
+        _split(P, c, u, v, cut, mx - mn, data, prior, ps)
+    else:  # prior and empirical proposals: the split decision and variable come from the prior
+        if is_ref:
+            o = P.ref_map[u]
+            split = ref.ints[o, LEFT] >= 0
+            if split:
+                v = ref.ints[o, VAR]
+                cut = ref.ints[o, CUT]
+        else:
+            split = lwavail > NEG_INF and rng.random() < math.exp(log_psplit(prior, d))
+            if split:
+                v, cut, _ = draw_split_rule(rng, data, pj, s, e, sc.scratch_p)
+                if proposal == PROPOSAL_EMPIRICAL:
+                    cut = _draw_empirical_cut(rng, data.codes[v], pj, s, e, sc.present)
+        if not split:
+            return 0.0
+        mn, mx = code_range(data.codes[v], pj, s, e)
+        if proposal == PROPOSAL_EMPIRICAL:
+            n_gaps, lo, hi = _gaps(data.codes[v], pj, s, e, sc.present, cut, -1)
+            lw = math.log(n_gaps * (hi - lo)) - math.log(mx - mn)  # prior cut prob / proposal cut prob
+        lw += _split(P, c, u, v, cut, mx - mn, data, prior, ps)
+    if is_ref:
+        P.ref_map[P.nn[c] - 2] = ref.ints[P.ref_map[u], LEFT]
+        P.ref_map[P.nn[c] - 1] = ref.ints[P.ref_map[u], RIGHT]
+    return lw
+
+
+@numba.njit(cache=True, nogil=True)
+def _copy_particle(P, src, dst):
+    copy_nodes(particle(P, src), particle(P, dst))
+    copy_perm(particle(P, src), particle(P, dst))
+    for u in range(P.nn[src]):
+        for f in range(P.stats.shape[2]):
+            P.stats[dst, u, f] = P.stats[src, u, f]
+    P.head[dst] = P.head[src]
+
+
+@numba.njit(cache=True, nogil=True)
+def _cumulative_weights(logw):
+    """Normalised cumulative weights (``cum[0] = 0``, ``cum[C] = 1``), the max log weight and the
+    sum of ``exp(logw - max)``."""
+    C = logw.shape[0]
+    top = logw.max()
+    wts = np.exp(logw - top)
+    total = wts.sum()
+    cum = np.empty(C + 1)
+    cum[0] = 0.0
+    for i in range(C):
+        cum[i + 1] = cum[i] + wts[i] / total
+    cum[C] = 1.0
+    return cum, top, total
+
+
+@numba.njit(cache=True, nogil=True)
+def _locate(cum, x, i):
+    """Index ``i`` with ``cum[i] <= x < cum[i + 1]``, searching from a start guess ``i``."""
+    C = cum.shape[0] - 1
+    while i < C - 1 and cum[i + 1] <= x:
+        i += 1
+    while i > 0 and cum[i] > x:
+        i -= 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
+def _systematic_reference_position(rng, cum):
+    """Conditional systematic resampling: the position ``k`` of the reference (index 0) and the
+    offset ``U``, drawn given that systematic resampling with a random offset assigns it index 0.
+    ``k`` is drawn in proportion to the overlap of ``[cum[0], cum[1])`` with ``[k/C, (k+1)/C)``,
+    ``U`` uniformly on the compatible interval; the other ``C - 1`` positions follow from ``U``."""
+    C = cum.shape[0] - 1
+    lo0 = cum[0]
+    hi0 = cum[1]
+    over = np.empty(C)
+    for k in range(C):
+        over[k] = max(0.0, min(hi0, (k + 1) / C) - max(lo0, k / C))
+    r = rng.random() * over.sum()
+    k = 0
+    while k < C - 1 and r >= over[k]:
+        r -= over[k]
+        k += 1
+    a = max(lo0, k / C)
+    b = min(hi0, (k + 1) / C)
+    vpos = a + rng.random() * (b - a)
+    return k, C * vpos - k
+
+
+@numba.njit(cache=True, nogil=True)
+def resample(rng, scheme, conditional, P):
+    """Resample the particles in place given their weights; every log weight becomes the log mean
+    weight. With ``conditional``, particle 0 (the reference) keeps slot 0 and the other ``C - 1``
+    are drawn; a particle drawn at least once keeps its slot and extra copies fill the slots of
+    particles drawn zero times."""
+    logw = P.logw
+    counts = P.counts
+    C = logw.shape[0]
+    cum, top, total = _cumulative_weights(logw)
+    for i in range(C):
+        counts[i] = 0
+    first = 1 if conditional else 0
+    if scheme == RESAMPLE_MULTINOMIAL:
+        for _ in range(first, C):
+            u = rng.random()
+            i = 0
+            while i < C - 1 and cum[i + 1] <= u:
+                i += 1
+            counts[i] += 1
+    else:
+        if conditional:
+            k, U = _systematic_reference_position(rng, cum)
+        else:
+            k, U = -1, rng.random()
+        i = 0
+        for pos in range(C):
+            if pos == k:
+                continue
+            i = _locate(cum, (U + pos) / C, i)
+            counts[i] += 1
+    free = first
+    for i in range(C):
+        extra = counts[i] if (conditional and i == 0) else counts[i] - 1
+        while extra > 0:
+            while free < C and counts[free] > 0:
+                free += 1
+            _copy_particle(P, i, free)
+            free += 1
+            extra -= 1
+    mean = top + math.log(total / C)
+    for i in range(C):
+        logw[i] = mean
+
+
+@numba.njit(cache=True, nogil=True)
+def smc_init(P, C, root, prior, ps):
+    """Start ``C`` particles as single leaves holding the rows of ``root`` (a tree whose node 0 is
+    its root: its row order and available split weight are taken)."""
+    n = root.perm.shape[0]
+    for c in range(C):
+        set_leaf(particle(P, c), 0, -1, 0, 0, n, root.floats[0, LWAVAIL])
+        copy_perm(root, particle(P, c))
+        _node_stats(P, c, 0, ps, root.perm, 0, n, prior)
+        P.nn[c] = 1
+        P.head[c] = 0
+        P.logw[c] = 0.0
+    P.ref_map[0] = 0
+
+
+@numba.njit(cache=True, nogil=True)
+def smc_run(rng, opts, conditional, ref, P, data, prior, ps, sc):
+    """Expand the particles of :func:`smc_init` until no particle has an eligible node.
+
+    With ``conditional``, particle 0 follows the tree ``ref``. Returns ``(stages, log_z)``: the
+    number of stages (``-1`` if ``opts.max_stages`` stopped the run) and the log of the mean final
+    weight, the estimate of the marginal likelihood relative to the single-leaf tree.
+    """
+    C = opts.n_particles
+    stages = 0
+    while True:
+        active = False
+        for c in range(C):
+            if P.head[c] < P.nn[c]:
+                active = True
+                break
+        if not active:
+            break
+        if stages == opts.max_stages:
+            return -1, NEG_INF
+        stages += 1
+        for c in range(C):
+            u = P.head[c]
+            if u < P.nn[c]:
+                P.head[c] = u + 1
+                P.logw[c] += _expand(rng, opts.proposal, conditional and c == 0, ref, P, c, u, data, prior, ps, sc)
+        top = P.logw.max()
+        sw = 0.0
+        sw2 = 0.0
+        for c in range(C):
+            x = math.exp(P.logw[c] - top)
+            sw += x
+            sw2 += x * x
+        if sw * sw / sw2 <= opts.ess_threshold * C * (1.0 + 1e-9):
+            resample(rng, opts.resampling, conditional, P)
+    top = P.logw.max()
+    return stages, top + math.log(np.exp(P.logw - top).sum() / C)
+
+
+@numba.njit(cache=True, nogil=True)
+def pick_particle(rng, P):
+    """A particle index drawn in proportion to the final weights."""
+    C = P.logw.shape[0]
+    top = P.logw.max()
+    target = rng.random() * np.exp(P.logw - top).sum()
+    chosen = 0
+    acc = math.exp(P.logw[0] - top)
+    while acc <= target and chosen < C - 1:
+        chosen += 1
+        acc += math.exp(P.logw[chosen] - top)
+    return chosen

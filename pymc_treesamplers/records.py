@@ -1,0 +1,111 @@
+"""Named records that the numba kernels share, so a signature reads as a sentence.
+
+Every record is a :class:`typing.NamedTuple` of arrays and scalars: numba compiles attribute access
+on it to a field load, and a kernel specialises once per record type, not per argument list.
+
+* :class:`SplitData`: the split covariates (integer codes) and the split-variable weights.
+* :class:`TreePrior`: ``alpha``, ``beta`` of the tree prior and the leaf prior ``N(mu0, s2)``.
+* :class:`Pseudo`: the weighted Gaussian pseudo-data one tree sees (DESIGN.md section 1).
+* :class:`Tree`: one tree's node arrays and row order (views into a forest, a particle or a
+  scratch tree; see :mod:`pymc_treesamplers.layout`).
+* :class:`ForestArrays`: the node arrays of all ``m`` trees of a forest.
+* :class:`Backup`: room to save a tree's nodes and rows before a move that may be rejected.
+
+>>> import numpy as np
+>>> prior = TreePrior(alpha=0.95, beta=2.0, mu0=0.0, s2=1.0)
+>>> prior.alpha, prior.s2
+(0.95, 1.0)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .layout import N_FLOAT_FIELDS, N_INT_FIELDS
+
+
+class SplitData(NamedTuple):
+    """Split covariates: ``codes`` (p, n) uint16, weights ``wsplit`` (p,) and their logs ``logw``."""
+
+    codes: np.ndarray
+    wsplit: np.ndarray
+    logw: np.ndarray
+
+
+class TreePrior(NamedTuple):
+    """Tree prior ``p_split(d) = alpha (1 + d)^-beta`` and leaf prior ``N(mu0, s2)``."""
+
+    alpha: float
+    beta: float
+    mu0: float
+    s2: float
+
+
+class Pseudo(NamedTuple):
+    """Pseudo-data of one tree: ``r_i ~ N(g(x_i), 1 / w_i)``; ``r`` is the running residual."""
+
+    r: np.ndarray
+    w: np.ndarray
+
+
+class Tree(NamedTuple):
+    """One tree: node rows ``ints`` (cap, 8), ``floats`` (cap, 3), row order ``perm`` (n,), and
+    ``nn`` (1,), the number of nodes in use (a length-1 view, so kernels can change it)."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    perm: np.ndarray
+    nn: np.ndarray
+
+
+class ForestArrays(NamedTuple):
+    """All trees: ``ints`` (m, cap, 8), ``floats`` (m, cap, 3), ``perm`` (m, n), ``n_nodes`` (m,)."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    perm: np.ndarray
+    n_nodes: np.ndarray
+
+
+class Backup(NamedTuple):
+    """Saved node rows and row order of one tree (see :func:`pymc_treesamplers.tree.backup`)."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    perm: np.ndarray
+
+
+@numba.njit(cache=True, nogil=True)
+def tree_of(forest, j):
+    """Tree ``j`` of a :class:`ForestArrays` as a :class:`Tree` of views."""
+    return Tree(forest.ints[j], forest.floats[j], forest.perm[j], forest.n_nodes[j : j + 1])
+
+
+def empty_nodes(cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Uninitialised node arrays for a tree of up to ``cap`` nodes.
+
+    ``np.empty``, so untouched pages of a large scratch tree cost no memory; kernels write every
+    node they create in full.
+    """
+    return np.empty((cap, N_INT_FIELDS), dtype=np.int32), np.empty((cap, N_FLOAT_FIELDS))
+
+
+def new_backup(cap: int, n: int) -> Backup:
+    """A :class:`Backup` for trees of up to ``cap`` nodes on ``n`` rows."""
+    ints, floats = empty_nodes(cap)
+    return Backup(ints, floats, np.empty(n, dtype=np.int32))
+
+
+def split_data(codes: np.ndarray, wsplit: np.ndarray) -> SplitData:
+    """:class:`SplitData` from codes (p, n) and non-negative weights (zero weight: never split on).
+
+    >>> split_data(np.zeros((2, 3), np.uint16), np.array([1.0, 0.0])).logw.tolist()
+    [0.0, -inf]
+    """
+    wsplit = np.ascontiguousarray(wsplit, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        logw = np.log(wsplit)
+    return SplitData(np.ascontiguousarray(codes, dtype=np.uint16), wsplit, logw)
