@@ -47,15 +47,19 @@ class Binning:
 
 
 def numeric_array(x, what: str) -> np.ndarray:
-    """``x`` (ndarray, pandas object or sequence) as a float array; TypeError if not numeric.
+    """``x`` (ndarray, pandas DataFrame or Series, or sequence) as a float array; TypeError if not numeric.
 
     >>> numeric_array([[1, 2]], "X").dtype
     dtype('float64')
+    >>> import pandas as pd
+    >>> numeric_array(pd.Series([1, 2], name="a"), "Y").tolist()
+    [1.0, 2.0]
     """
-    if hasattr(x, "dtypes") and hasattr(x, "to_numpy"):  # a DataFrame: name the offending columns
+    dtypes = getattr(x, "dtypes", None)
+    if hasattr(dtypes, "items") and hasattr(x, "to_numpy"):  # a DataFrame: name the offending columns
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-        bad = [str(c) for c, dt in x.dtypes.items() if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
+        bad = [str(c) for c, dt in dtypes.items() if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
         if bad:
             raise TypeError(f"{what} has non-numeric columns {bad}; encode them as numbers first")
     if hasattr(x, "to_numpy"):

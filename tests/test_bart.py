@@ -68,6 +68,20 @@ def test_bad_input_is_refused(kwargs, error, match):
     assert "mu" not in model.named_vars  # nothing half-registered
 
 
+def test_pandas_series_and_frames_are_accepted():
+    """``df[["a"]]`` and ``df["y"]`` as X and Y, and a Series as new X, as users write them."""
+    df = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "y": Y})
+    with pm.Model():
+        mu = pmt.BART("mu", df[["a"]], df["y"], m=3)
+        nu = pmt.BART("nu", df["b"], df["y"], m=3)
+        pm.Normal("y", mu + nu, 1.0, observed=df["y"])
+        idata = pm.sample(tune=5, draws=5, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+    np.testing.assert_array_equal(pmt.predict(idata, df["a"], "mu"), idata.posterior["mu"].values)
+    np.testing.assert_array_equal(pmt.predict(idata, df[["b"]], "nu"), idata.posterior["nu"].values)
+    assert pmt.chipman_sigma2_prior(df[["a", "b"]], df["y"])[0] == 1.5
+
+
 def test_shape_must_match_rows():
     with pm.Model():
         with pytest.raises(ValueError, match="shape"):
