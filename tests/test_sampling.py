@@ -181,6 +181,19 @@ def test_non_gaussian_likelihood_is_refused_before_sampling():
             pmt.CGMStep([mu])
 
 
+@pytest.mark.parametrize("coupled", ["reversed", "sum"])
+def test_likelihood_coupling_rows_is_refused(coupled):
+    """A likelihood that mixes rows of the BART value breaks the per-row working model, however weakly
+    (a 1e-6 coupling slipped through the old two-point check of the quadratic form)."""
+    X, y, _ = friedman1(100, p=5, rng=0)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=3)
+        mean = mu + 1e-6 * mu[::-1] if coupled == "reversed" else mu + 1e-3 * mu.sum()
+        pm.Normal("y", mean, 1.0, observed=y)
+        with pytest.raises(NotImplementedError, match="couples different rows"):
+            pmt.CGMStep([mu])
+
+
 def test_step_refuses_non_bart_variables():
     with pm.Model():
         s = pm.HalfNormal("s", 1.0)
