@@ -1,12 +1,14 @@
 """Per-draw forest encoding, decoding and draw-matched prediction from the trace alone.
 
-A draw's forest is one ASCII string (base64 of a little-endian blob). The blob holds an 8-byte
-header ``[m, p]`` (int32), the node count of each tree (int32), zero padding to a multiple of 8,
-then every node of every tree in preorder: first all values (float64: the split threshold on the
-original scale of X, or the leaf value), then all split variables (int16, ``-1`` for a leaf), then
-zero padding to a multiple of 24 bytes. So a tree with L leaves costs ``4 + 10 (2L - 1)`` bytes,
-x 4/3 in base64, plus at most 31 bytes per draw. Thresholds make prediction independent of the
-training binning: ``code <= c`` on training data is ``x <= thresholds[c]``.
+A draw's forest is one ASCII string (base64 of a little-endian blob, format 2). The blob holds a
+16-byte header ``[magic, version, m, p]`` (int32; magic is the bytes ``PMTF``, version 2), the node
+count of each tree (int32), zero padding to a multiple of 8, then every node of every tree in
+preorder: first all values (float64: the split threshold on the original scale of X, or the leaf
+value), then all split variables (int32, ``-1`` for a leaf), then zero padding to a multiple of 24
+bytes. So a tree with L leaves costs ``4 + 12 (2L - 1)`` bytes, x 4/3 in base64, plus at most 40
+bytes per draw (header and padding). Thresholds make prediction independent of the training
+binning: ``code <= c`` on training data is ``x <= thresholds[c]``. Format 1 (no header marker,
+int16 split variables, so a split on column 32,768 or beyond read back as a leaf) is refused.
 
 Why the padding: every blob starts 8-byte aligned and encodes to base64 without ``=``, so the
 strings of all draws concatenate into one valid base64 text; decoding a whole trace is one
@@ -24,14 +26,27 @@ from .binning import numeric_array
 from .layout import CUT, LEFT, RIGHT, VALUE, VAR
 
 _ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
+_MAGIC_BYTES = b"PMTF"
+_MAGIC = int(np.frombuffer(_MAGIC_BYTES, dtype="<i4")[0])
+_VERSION = 2
+_HEADER = 16  # magic, version, m, p
+
+
+class ForestFormatError(ValueError):
+    """A stored forest that is not a valid encoding: ``index`` is its position in the flattened input."""
+
+    def __init__(self, reason: str, index: int, where: str | None = None):
+        super().__init__(f"{where or f'forest {index}'}: {reason}")
+        self.reason = reason
+        self.index = index
 
 
 @numba.njit(cache=True, nogil=True)
 def _blob_layout(m, total):
     """Byte offsets of the values and of the variables, and the padded blob size."""
-    off_val = (8 + 4 * m + 7) // 8 * 8
+    off_val = (_HEADER + 4 * m + 7) // 8 * 8
     off_var = off_val + 8 * total
-    size = (off_var + 2 * total + _ALIGN - 1) // _ALIGN * _ALIGN
+    size = (off_var + 4 * total + _ALIGN - 1) // _ALIGN * _ALIGN
     return off_val, off_var, size
 
 
@@ -64,6 +79,8 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
 
     >>> from pymc_treesamplers.forest import Forest
     >>> text = encode_forest(Forest.empty(3, 5, 0.25), np.zeros((2, 1)))
+    >>> text[:6]  # base64 of the format marker
+    'UE1URg'
     >>> p, counts, var, val = decode_forest(text)
     >>> p, counts.tolist(), var.tolist(), val.tolist()
     (2, [1, 1, 1], [-1, -1, -1], [0.25, 0.25, 0.25])
@@ -72,10 +89,10 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
     total = int(forest.n_nodes.sum())
     off_val, off_var, size = (int(x) for x in _blob_layout(m, total))
     blob = np.zeros(size, dtype=np.uint8)
-    blob[:8].view("<i4")[:] = (m, thr_table.shape[0])
-    counts = blob[8 : 8 + 4 * m].view("<i4")
+    blob[:_HEADER].view("<i4")[:] = (_MAGIC, _VERSION, m, thr_table.shape[0])
+    counts = blob[_HEADER : _HEADER + 4 * m].view("<i4")
     val = blob[off_val:off_var].view("<f8")
-    var = blob[off_var : off_var + 2 * total].view("<i2")
+    var = blob[off_var : off_var + 4 * total].view("<i4")
     _preorder(forest.ints, forest.floats, forest.n_nodes, thr_table, counts, var, val)
     return base64.b64encode(blob.tobytes()).decode("ascii")
 
@@ -83,23 +100,62 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
 def decode_forest(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """Inverse of :func:`encode_forest`: ``(p, counts, var, val)`` (nodes in preorder).
 
-    ``p`` is the number of covariates the forest was fit on.
+    ``p`` is the number of covariates the forest was fit on. A string that is not a format-2
+    forest raises :class:`ForestFormatError`.
+
+    >>> try:
+    ...     decode_forest("AAAA" * 8)
+    ... except ValueError as err:
+    ...     print(str(err)[:49])
+    forest 0: not a pymc_treesamplers forest encoding
     """
-    blob = base64.b64decode(text)
-    m, p = (int(x) for x in np.frombuffer(blob, dtype="<i4", count=2))
-    counts = np.frombuffer(blob, dtype="<i4", count=m, offset=8)
+    p, raw, _ = decode_trace([text])
+    i32 = raw.view("<i4")
+    m = int(i32[2])
+    counts = i32[4 : 4 + m]
     total = int(counts.sum())
     off_val, off_var, _ = (int(x) for x in _blob_layout(m, total))
-    val = np.frombuffer(blob, dtype="<f8", count=total, offset=off_val)
-    var = np.frombuffer(blob, dtype="<i2", count=total, offset=off_var)
+    val = raw[off_val:off_var].view("<f8")
+    var = raw[off_var : off_var + 4 * total].view("<i4")
     return p, counts, var, val
+
+
+def _looks_like_format_1(blob: np.ndarray) -> bool:
+    """Whether ``blob`` parses as the int16 layout written before the format marker existed."""
+    if blob.size < 8:
+        return False
+    m, p = (int(x) for x in blob[:8].view("<i4"))
+    if m < 1 or p < 1 or 8 + 4 * m > blob.size:
+        return False
+    total = int(blob[8 : 8 + 4 * m].view("<i4").astype(np.int64).sum())
+    off_var = (8 + 4 * m + 7) // 8 * 8 + 8 * total
+    return (off_var + 2 * total + _ALIGN - 1) // _ALIGN * _ALIGN == blob.size
+
+
+def _header_error(blob: np.ndarray) -> str | None:
+    """Why ``blob`` does not start with the format-2 header (None if it does)."""
+    head = blob[:8].view("<i4") if blob.size >= 8 else np.zeros(2, dtype="<i4")
+    if head[0] != _MAGIC:
+        if _looks_like_format_1(blob):
+            return ("not a pymc_treesamplers forest encoding of format 2: this is the int16 layout (format 1) "
+                    "written by an older version of pymc_treesamplers, which misread split variables beyond "
+                    "column 32,767; re-run the sampler with this version")
+        return ("not a pymc_treesamplers forest encoding (no PMTF format marker): corrupted, not a forest, or "
+                "written by an older version of pymc_treesamplers; re-run the sampler")
+    if head[1] != _VERSION:
+        age = "a newer" if head[1] > _VERSION else "an older"
+        return (f"not a pymc_treesamplers forest encoding this version reads: format {head[1]} (written by {age} "
+                f"version of pymc_treesamplers), this version reads format {_VERSION}")
+    return None
 
 
 def decode_trace(texts) -> tuple[int, np.ndarray, np.ndarray]:
     """All forests of a trace at once: ``(p, raw, starts)``.
 
     ``raw`` is the concatenated blobs (uint8, 8-byte aligned); blob k starts at byte
-    ``starts[k]`` (``starts[-1]`` is the total). One base64 decode for the whole trace.
+    ``starts[k]`` (``starts[-1]`` is the total). One base64 decode for the whole trace. A string
+    without the format-2 header raises :class:`ForestFormatError` (a ``ValueError``) whose
+    ``index`` is its position in ``texts``.
 
     >>> from pymc_treesamplers.forest import Forest
     >>> t = encode_forest(Forest.empty(2, 4, 1.0), np.zeros((3, 1)))
@@ -109,12 +165,19 @@ def decode_trace(texts) -> tuple[int, np.ndarray, np.ndarray]:
     """
     texts = [str(t) for t in texts]
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    if (lengths % 32).any():
-        raise ValueError("not a pymc_treesamplers forest encoding (wrong length); re-run the sampler")
+    bad = np.flatnonzero(lengths % 32)
+    if bad.size:
+        k = int(bad[0])
+        raise ForestFormatError(f"not a pymc_treesamplers forest encoding (length {lengths[k]} is not a multiple "
+                                "of 32 characters: truncated?); re-run the sampler", k)
     raw = np.frombuffer(base64.b64decode("".join(texts)), dtype=np.uint8)
     starts = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths // 4 * 3, out=starts[1:])
-    p = int(raw[4:8].view("<i4")[0]) if len(texts) else 0
+    for k in range(len(texts)):
+        why = _header_error(raw[starts[k] : starts[k + 1]])
+        if why is not None:
+            raise ForestFormatError(why, k)
+    p = int(raw[12:16].view("<i4")[0]) if len(texts) else 0
     return p, raw, starts
 
 
@@ -148,17 +211,16 @@ def _predict_trace(raw, starts, X, out):
     """``out[k] =`` forest k of the concatenated blobs at the rows of X, for every draw k."""
     i32 = raw.view(np.int32)
     f64 = raw.view(np.float64)
-    i16 = raw.view(np.int16)
     for k in numba.prange(starts.shape[0] - 1):
         b = starts[k]
-        m = i32[b // 4]
-        counts = i32[b // 4 + 2 : b // 4 + 2 + m]
+        m = i32[b // 4 + 2]
+        counts = i32[b // 4 + 4 : b // 4 + 4 + m]
         total = 0
         for j in range(m):
             total += counts[j]
         off_val, off_var, _ = _blob_layout(m, total)
         val = f64[(b + off_val) // 8 : (b + off_var) // 8]
-        var = i16[(b + off_var) // 2 : (b + off_var) // 2 + total]
+        var = i32[(b + off_var) // 4 : (b + off_var) // 4 + total]
         predict_preorder(counts, var, val, X, out[k])
 
 
@@ -182,7 +244,9 @@ def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     """Draw-matched values of a BART variable at new covariates, from the trace alone.
 
     Returns an array of shape (chain, draw, n_new): draw d of chain c uses exactly the forest
-    that produced posterior draw (c, d). Works after ``to_netcdf``/``from_netcdf``.
+    that produced posterior draw (c, d). Works after ``to_netcdf``/``from_netcdf``. A stored string
+    that is not a format-2 forest raises :class:`ForestFormatError` (a ``ValueError``) naming its
+    (chain, draw).
 
     >>> # f_new = pmt.predict(idata, X_test, "mu"); f_new.mean(axis=(0, 1))
     """
@@ -190,9 +254,18 @@ def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     key = f"{var_name}_forest"
     if stats is None or key not in stats:
         raise ValueError(f"no encoded forest {key!r} in idata.sample_stats: was {var_name!r} sampled by a pmt step?")
-    enc = np.asarray(stats[key].values)
+    da = stats[key]
+    enc = np.asarray(da.values)
+    if enc.ndim < 2 or enc.size != enc.shape[0] * enc.shape[1]:
+        raise ValueError(f"{key} must hold one encoded forest per (chain, draw), got shape {enc.shape}")
     n_chain, n_draw = enc.shape[0], enc.shape[1]
-    p, raw, starts = decode_trace(enc.reshape(-1))
+    try:
+        p, raw, starts = decode_trace(enc.reshape(-1))
+    except ForestFormatError as err:
+        c, d = divmod(err.index, n_draw)
+        chain = da[da.dims[0]].values[c] if da.dims[0] in da.coords else c
+        draw = da[da.dims[1]].values[d] if da.dims[1] in da.coords else d
+        raise ForestFormatError(err.reason, err.index, f"{key} of draw (chain {chain}, draw {draw})") from None
     X = check_new_X(X_new, p)
     out = np.empty((n_chain * n_draw, X.shape[0]))
     _predict_trace(raw, starts, X, out)
