@@ -1,16 +1,27 @@
 """Per-draw forest encoding, decoding and draw-matched prediction from the trace alone.
 
-A draw's forest is one ASCII string (base64 of a little-endian blob). The blob holds an 8-byte
-header ``[m, p]`` (int32), the node count of each tree (int32), zero padding to a multiple of 8,
-then every node of every tree in preorder: first all values (float64: the split threshold on the
-original scale of X, or the leaf value), then all split variables (int16, ``-1`` for a leaf), then
-zero padding to a multiple of 24 bytes. So a tree with L leaves costs ``4 + 10 (2L - 1)`` bytes,
-x 4/3 in base64, plus at most 31 bytes per draw. Thresholds make prediction independent of the
-training binning: ``code <= c`` on training data is ``x <= thresholds[c]``.
+A draw's forest is one ASCII string (base64 of a little-endian blob, format 2). The blob holds a
+16-byte header ``[magic, version, m, p]`` (int32; magic is the bytes ``PMTF``, version 2), the node
+count of each tree (int32), zero padding to a multiple of 8, then every node of every tree in
+preorder: first all values (float64: the split threshold on the original scale of X, or the leaf
+value), then all split variables (int32, ``-1`` for a leaf), then zero padding to a multiple of 24
+bytes. So a tree with L leaves costs ``4 + 12 (2L - 1)`` bytes, x 4/3 in base64, plus at most 40
+bytes per draw (header and padding). Thresholds make prediction independent of the training
+binning: ``code <= c`` on training data is ``x <= thresholds[c]``. Format 1 (no header marker,
+int16 split variables, so a split on column 32,768 or beyond read back as a leaf) is refused.
 
 Why the padding: every blob starts 8-byte aligned and encodes to base64 without ``=``, so the
 strings of all draws concatenate into one valid base64 text; decoding a whole trace is one
 ``b64decode`` and one typed view, and prediction walks all draws in one compiled loop.
+
+Decoding is a trust boundary (a saved InferenceData may be corrupted or crafted), so every blob is
+checked in one compiled pass over the raw bytes before any kernel walks it: the header (marker,
+version, ``m >= 1``, ``p >= 1``, the same ``p`` in every draw), node counts ``>= 1``, the blob size
+equal to the one the counts imply, zero padding, each tree's preorder variables forming one full
+binary tree of exactly its node count, split variables in ``[0, p)`` (``-1`` marks a leaf, nothing
+else is negative), and every value finite: thresholds and leaf values alike (the samplers never
+produce a non-finite leaf, so one means corruption). A blob that fails is a
+:class:`ForestFormatError` (a ``ValueError``) naming the draw, never a crash.
 """
 
 from __future__ import annotations
@@ -24,14 +35,32 @@ from .binning import numeric_array
 from .layout import CUT, LEFT, RIGHT, VALUE, VAR
 
 _ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
+_MAGIC_BYTES = b"PMTF"
+_MAGIC = int(np.frombuffer(_MAGIC_BYTES, dtype="<i4")[0])
+_VERSION = 2
+_HEADER = 16  # magic, version, m, p
+_NODE_BYTES = 12  # float64 value + int32 variable
+
+# what _check_blob found (detail holds its particulars)
+(_OK, _E_SHORT, _E_MAGIC, _E_VERSION, _E_M, _E_P, _E_COUNT, _E_FIT, _E_SIZE, _E_PAD, _E_VAR, _E_EARLY, _E_OPEN,
+ _E_VALUE) = range(14)
+
+
+class ForestFormatError(ValueError):
+    """A stored forest that is not a valid encoding: ``index`` is its position in the flattened input."""
+
+    def __init__(self, reason: str, index: int, where: str | None = None):
+        super().__init__(f"{where or f'forest {index}'}: {reason}")
+        self.reason = reason
+        self.index = index
 
 
 @numba.njit(cache=True, nogil=True)
 def _blob_layout(m, total):
     """Byte offsets of the values and of the variables, and the padded blob size."""
-    off_val = (8 + 4 * m + 7) // 8 * 8
+    off_val = (_HEADER + 4 * m + 7) // 8 * 8
     off_var = off_val + 8 * total
-    size = (off_var + 2 * total + _ALIGN - 1) // _ALIGN * _ALIGN
+    size = (off_var + 4 * total + _ALIGN - 1) // _ALIGN * _ALIGN
     return off_val, off_var, size
 
 
@@ -64,6 +93,8 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
 
     >>> from pymc_treesamplers.forest import Forest
     >>> text = encode_forest(Forest.empty(3, 5, 0.25), np.zeros((2, 1)))
+    >>> text[:6]  # base64 of the format marker
+    'UE1URg'
     >>> p, counts, var, val = decode_forest(text)
     >>> p, counts.tolist(), var.tolist(), val.tolist()
     (2, [1, 1, 1], [-1, -1, -1], [0.25, 0.25, 0.25])
@@ -72,10 +103,10 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
     total = int(forest.n_nodes.sum())
     off_val, off_var, size = (int(x) for x in _blob_layout(m, total))
     blob = np.zeros(size, dtype=np.uint8)
-    blob[:8].view("<i4")[:] = (m, thr_table.shape[0])
-    counts = blob[8 : 8 + 4 * m].view("<i4")
+    blob[:_HEADER].view("<i4")[:] = (_MAGIC, _VERSION, m, thr_table.shape[0])
+    counts = blob[_HEADER : _HEADER + 4 * m].view("<i4")
     val = blob[off_val:off_var].view("<f8")
-    var = blob[off_var : off_var + 2 * total].view("<i2")
+    var = blob[off_var : off_var + 4 * total].view("<i4")
     _preorder(forest.ints, forest.floats, forest.n_nodes, thr_table, counts, var, val)
     return base64.b64encode(blob.tobytes()).decode("ascii")
 
@@ -83,23 +114,205 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
 def decode_forest(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """Inverse of :func:`encode_forest`: ``(p, counts, var, val)`` (nodes in preorder).
 
-    ``p`` is the number of covariates the forest was fit on.
+    ``p`` is the number of covariates the forest was fit on. The blob is validated as in
+    :func:`decode_trace`; a bad one raises :class:`ForestFormatError`.
+
+    >>> try:
+    ...     decode_forest("AAAA" * 8)
+    ... except ValueError as err:
+    ...     print(str(err)[:49])
+    forest 0: not a pymc_treesamplers forest encoding
     """
-    blob = base64.b64decode(text)
-    m, p = (int(x) for x in np.frombuffer(blob, dtype="<i4", count=2))
-    counts = np.frombuffer(blob, dtype="<i4", count=m, offset=8)
+    p, raw, _ = decode_trace([text])
+    i32 = raw.view("<i4")
+    m = int(i32[2])
+    counts = i32[4 : 4 + m]
     total = int(counts.sum())
     off_val, off_var, _ = (int(x) for x in _blob_layout(m, total))
-    val = np.frombuffer(blob, dtype="<f8", count=total, offset=off_val)
-    var = np.frombuffer(blob, dtype="<i2", count=total, offset=off_var)
+    val = raw[off_val:off_var].view("<f8")
+    var = raw[off_var : off_var + 4 * total].view("<i4")
     return p, counts, var, val
 
 
+@numba.njit(cache=True, nogil=True)
+def _check_blob(raw, b, size, detail):
+    """``_OK`` if ``raw[b : b + size]`` is a valid forest, else what is wrong (particulars in ``detail``).
+
+    Reads nothing outside the blob, whatever its bytes say; ``b`` is a multiple of 24.
+    """
+    if size < _HEADER + 8:
+        detail[0] = size
+        return _E_SHORT
+    i32 = raw.view(np.int32)
+    f64 = raw.view(np.float64)
+    w = b // 4
+    if i32[w] != _MAGIC:
+        return _E_MAGIC
+    if i32[w + 1] != _VERSION:
+        detail[0] = i32[w + 1]
+        return _E_VERSION
+    m = np.int64(i32[w + 2])
+    p = i32[w + 3]
+    if m < 1 or _HEADER + 4 * m > size:
+        detail[0] = m
+        detail[1] = size
+        return _E_M
+    if p < 1:
+        detail[0] = p
+        return _E_P
+    total = np.int64(0)
+    for j in range(m):
+        c = i32[w + 4 + j]
+        if c < 1:
+            detail[0] = j
+            detail[1] = c
+            return _E_COUNT
+        total += c
+        # a running bound: it also keeps the layout arithmetic far from overflow whatever the counts say
+        if total * _NODE_BYTES > size:
+            detail[0] = j
+            detail[1] = total
+            detail[2] = size
+            return _E_FIT
+    off_val, off_var, need = _blob_layout(m, total)
+    if need != size:
+        detail[0] = total
+        detail[1] = need
+        detail[2] = size
+        return _E_SIZE
+    # zero padding: a flipped padding byte is harmless to read, but it is a corrupted blob all the same
+    for q in range(_HEADER + 4 * m, off_val):
+        if raw[b + q] != 0:
+            detail[0] = q
+            return _E_PAD
+    for q in range(off_var + 4 * total, size):
+        if raw[b + q] != 0:
+            detail[0] = q
+            return _E_PAD
+    v0 = (b + off_val) // 8
+    k0 = (b + off_var) // 4
+    k = 0
+    for j in range(m):
+        end = k + i32[w + 4 + j]
+        open_slots = 1  # subtrees still owed by the splits read so far
+        first = k
+        while k < end:
+            if open_slots == 0:
+                detail[0] = j
+                detail[1] = k - first
+                detail[2] = end - first
+                return _E_EARLY
+            v = i32[k0 + k]
+            if v >= p or v < -1:
+                detail[0] = j
+                detail[1] = k - first
+                detail[2] = v
+                return _E_VAR
+            open_slots += 1 if v >= 0 else -1
+            if not np.isfinite(f64[v0 + k]):
+                detail[0] = j
+                detail[1] = k - first
+                detail[2] = v
+                return _E_VALUE
+            k += 1
+        if open_slots != 0:
+            detail[0] = j
+            detail[1] = end - first
+            return _E_OPEN
+    return _OK
+
+
+@numba.njit(cache=True, nogil=True)
+def _check_trace(raw, starts, err, detail):
+    """Check every blob of the concatenated trace: ``err[k]`` is blob k's verdict.
+
+    Serial on purpose: a few ms for 1000 draws of 200 trees, less than a parallel launch costs on a busy machine.
+    """
+    for k in range(starts.shape[0] - 1):
+        err[k] = _check_blob(raw, starts[k], starts[k + 1] - starts[k], detail[k])
+
+
+def _looks_like_format_1(blob: np.ndarray) -> bool:
+    """Whether ``blob`` parses as the int16 layout written before the format marker existed."""
+    if blob.size < 8:
+        return False
+    m, p = (int(x) for x in blob[:8].view("<i4"))
+    if m < 1 or p < 1 or 8 + 4 * m > blob.size:
+        return False
+    total = int(blob[8 : 8 + 4 * m].view("<i4").astype(np.int64).sum())
+    off_var = (8 + 4 * m + 7) // 8 * 8 + 8 * total
+    return (off_var + 2 * total + _ALIGN - 1) // _ALIGN * _ALIGN == blob.size
+
+
+def _explain(code: int, detail: np.ndarray, blob: np.ndarray) -> str:
+    """The message for a blob that ``_check_blob`` refused."""
+    d0, d1, d2 = (int(x) for x in detail)
+    if code == _E_MAGIC:
+        if _looks_like_format_1(blob):
+            return ("not a pymc_treesamplers forest encoding of format 2: this is the int16 layout (format 1) "
+                    "written by an older version of pymc_treesamplers, which misread split variables beyond "
+                    "column 32,767; re-run the sampler with this version")
+        return ("not a pymc_treesamplers forest encoding (no PMTF format marker): corrupted, not a forest, or "
+                "written by an older version of pymc_treesamplers; re-run the sampler")
+    if code == _E_VERSION:
+        age = "a newer" if d0 > _VERSION else "an older"
+        return (f"not a pymc_treesamplers forest encoding this version reads: format {d0} (written by {age} "
+                f"version of pymc_treesamplers), this version reads format {_VERSION}")
+    bad = "corrupted pymc_treesamplers forest: "
+    if code == _E_SHORT:
+        return bad + f"{d0} bytes is shorter than a forest"
+    if code == _E_M:
+        if d0 < 1:
+            return bad + f"the header says m = {d0} trees (m >= 1)"
+        return bad + f"the header says m = {d0} trees, whose node counts alone overflow a blob of {d1} bytes"
+    if code == _E_P:
+        return bad + f"the header says p = {d0} covariates (p >= 1)"
+    if code == _E_COUNT:
+        return bad + f"tree {d0} has node count {d1} (counts are >= 1)"
+    if code == _E_FIT:
+        return bad + f"tree {d0} brings the node count to {d1}, more than a blob of {d2} bytes holds"
+    if code == _E_SIZE:
+        return bad + f"the node counts add up to {d0} nodes, a blob of {d1} bytes, but it has {d2}"
+    if code == _E_PAD:
+        return bad + f"non-zero padding byte at offset {d0}"
+    if code == _E_VAR:
+        return bad + f"tree {d0} node {d1} has split variable {d2}, outside [0, p) (and not -1, a leaf)"
+    if code == _E_EARLY:
+        return bad + f"tree {d0} is a complete binary tree after {d1} of its {d2} nodes (nodes beyond the tree)"
+    if code == _E_OPEN:
+        return bad + f"tree {d0} ends inside a split: a split lacks a subtree within its {d1} nodes"
+    if code == _E_VALUE:
+        what = "split threshold" if d2 >= 0 else "leaf value"
+        return bad + f"tree {d0} node {d1} has a non-finite {what}"
+    return bad + f"unknown defect {code}"
+
+
+def _as_text(t) -> str:
+    if isinstance(t, bytes):  # np.bytes_ included
+        return t.decode("ascii", errors="replace")
+    if isinstance(t, str):
+        return str(t)
+    raise TypeError(type(t).__name__)
+
+
+def _b64_error(text: str) -> str | None:
+    """Why ``text`` is not whole base64 quanta with no ``=`` (None if it is)."""
+    try:
+        n = len(base64.b64decode(text, validate=True))
+    except ValueError as err:  # binascii.Error, or non-ASCII characters
+        return f"not well-formed base64 ({err})"
+    if n != len(text) // 4 * 3:
+        return "not well-formed base64 (padding inside a forest)"
+    return None
+
+
 def decode_trace(texts) -> tuple[int, np.ndarray, np.ndarray]:
-    """All forests of a trace at once: ``(p, raw, starts)``.
+    """All forests of a trace at once, validated: ``(p, raw, starts)``.
 
     ``raw`` is the concatenated blobs (uint8, 8-byte aligned); blob k starts at byte
-    ``starts[k]`` (``starts[-1]`` is the total). One base64 decode for the whole trace.
+    ``starts[k]`` (``starts[-1]`` is the total). One base64 decode and one compiled check pass
+    for the whole trace; a bad forest raises :class:`ForestFormatError` (a ``ValueError``) whose
+    ``index`` is its position in ``texts``.
 
     >>> from pymc_treesamplers.forest import Forest
     >>> t = encode_forest(Forest.empty(2, 4, 1.0), np.zeros((3, 1)))
@@ -107,20 +320,61 @@ def decode_trace(texts) -> tuple[int, np.ndarray, np.ndarray]:
     >>> p, starts.tolist()
     (3, [0, 48, 96])
     """
-    texts = [str(t) for t in texts]
+    texts = list(texts)
+    for k, t in enumerate(texts):
+        try:
+            texts[k] = _as_text(t)
+        except TypeError:
+            raise ForestFormatError(f"not a pymc_treesamplers forest encoding (a {type(t).__name__}, not a string)",
+                                    k) from None
     lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    if (lengths % 32).any():
-        raise ValueError("not a pymc_treesamplers forest encoding (wrong length); re-run the sampler")
-    raw = np.frombuffer(base64.b64decode("".join(texts)), dtype=np.uint8)
+    bad = np.flatnonzero(lengths % 32)
+    if bad.size:
+        k = int(bad[0])
+        raise ForestFormatError(f"not a pymc_treesamplers forest encoding (length {lengths[k]} is not a multiple "
+                                "of 32 characters: truncated?); re-run the sampler", k)
+    joined = "".join(texts)
+    try:
+        data = base64.b64decode(joined, validate=True)
+    except ValueError:  # binascii.Error, or non-ASCII characters: find the culprit below
+        data = b""
+    if len(data) != len(joined) // 4 * 3:
+        for k, t in enumerate(texts):
+            why = _b64_error(t)
+            if why is not None:
+                raise ForestFormatError(why, k)
+        raise AssertionError("the concatenated forests are not base64 although each forest is")
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if raw.ctypes.data % 8:  # the kernels view raw as int32/float64
+        raw = raw.copy()
     starts = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths // 4 * 3, out=starts[1:])
-    p = int(raw[4:8].view("<i4")[0]) if len(texts) else 0
-    return p, raw, starts
+    err = np.zeros(len(texts), dtype=np.int64)
+    detail = np.zeros((len(texts), 3), dtype=np.int64)
+    _check_trace(raw, starts, err, detail)
+    bad = np.flatnonzero(err)
+    if bad.size:
+        k = int(bad[0])
+        raise ForestFormatError(_explain(int(err[k]), detail[k], raw[starts[k] : starts[k + 1]]), k)
+    if not len(texts):
+        return 0, raw, starts
+    ps = raw.view("<i4")[starts[:-1] // 4 + 3]
+    values, first, n_with = np.unique(ps, return_index=True, return_counts=True)
+    if values.size > 1:
+        # the odd one out is the likelier corruption: blame a draw whose p differs from the most common one
+        ref = values[np.lexsort((first, -n_with))[0]]
+        k = int(np.flatnonzero(ps != ref)[0])
+        raise ForestFormatError(f"corrupted pymc_treesamplers forest: fit on p = {ps[k]} covariates, but "
+                                f"{(ps == ref).sum()} of the {ps.size} forests on p = {ref}", k)
+    return int(ps[0]), raw, starts
 
 
 @numba.njit(cache=True, nogil=True)
 def predict_preorder(counts, var, val, X, out):
-    """Sum of the encoded trees at the rows of ``X`` (trees added in order, as in training)."""
+    """Sum of the encoded trees at the rows of ``X`` (trees added in order, as in training).
+
+    Trusts its input: the trees must have passed the checks of :func:`decode_trace`.
+    """
     n = X.shape[0]
     out[:] = 0.0
     size = np.empty(var.shape[0], dtype=np.int64)
@@ -145,20 +399,19 @@ def predict_preorder(counts, var, val, X, out):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _predict_trace(raw, starts, X, out):
-    """``out[k] =`` forest k of the concatenated blobs at the rows of X, for every draw k."""
+    """``out[k] =`` forest k of the concatenated blobs at the rows of X, for every draw k (validated blobs)."""
     i32 = raw.view(np.int32)
     f64 = raw.view(np.float64)
-    i16 = raw.view(np.int16)
     for k in numba.prange(starts.shape[0] - 1):
         b = starts[k]
-        m = i32[b // 4]
-        counts = i32[b // 4 + 2 : b // 4 + 2 + m]
+        m = i32[b // 4 + 2]
+        counts = i32[b // 4 + 4 : b // 4 + 4 + m]
         total = 0
         for j in range(m):
             total += counts[j]
         off_val, off_var, _ = _blob_layout(m, total)
         val = f64[(b + off_val) // 8 : (b + off_var) // 8]
-        var = i16[(b + off_var) // 2 : (b + off_var) // 2 + total]
+        var = i32[(b + off_var) // 4 : (b + off_var) // 4 + total]
         predict_preorder(counts, var, val, X, out[k])
 
 
@@ -182,7 +435,9 @@ def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     """Draw-matched values of a BART variable at new covariates, from the trace alone.
 
     Returns an array of shape (chain, draw, n_new): draw d of chain c uses exactly the forest
-    that produced posterior draw (c, d). Works after ``to_netcdf``/``from_netcdf``.
+    that produced posterior draw (c, d). Works after ``to_netcdf``/``from_netcdf``. Every stored
+    forest is validated first (see the module docstring): a corrupted or foreign one raises
+    :class:`ForestFormatError` (a ``ValueError``) naming its (chain, draw).
 
     >>> # f_new = pmt.predict(idata, X_test, "mu"); f_new.mean(axis=(0, 1))
     """
@@ -190,9 +445,18 @@ def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     key = f"{var_name}_forest"
     if stats is None or key not in stats:
         raise ValueError(f"no encoded forest {key!r} in idata.sample_stats: was {var_name!r} sampled by a pmt step?")
-    enc = np.asarray(stats[key].values)
+    da = stats[key]
+    enc = np.asarray(da.values)
+    if enc.ndim < 2 or enc.size != enc.shape[0] * enc.shape[1]:
+        raise ValueError(f"{key} must hold one encoded forest per (chain, draw), got shape {enc.shape}")
     n_chain, n_draw = enc.shape[0], enc.shape[1]
-    p, raw, starts = decode_trace(enc.reshape(-1))
+    try:
+        p, raw, starts = decode_trace(enc.reshape(-1))
+    except ForestFormatError as err:
+        c, d = divmod(err.index, n_draw)
+        chain = da[da.dims[0]].values[c] if da.dims[0] in da.coords else c
+        draw = da[da.dims[1]].values[d] if da.dims[1] in da.coords else d
+        raise ForestFormatError(err.reason, err.index, f"{key} of draw (chain {chain}, draw {draw})") from None
     X = check_new_X(X_new, p)
     out = np.empty((n_chain * n_draw, X.shape[0]))
     _predict_trace(raw, starts, X, out)
