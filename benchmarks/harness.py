@@ -401,6 +401,9 @@ def publish(saved: dict, render: Callable[[dict], str]) -> str:
 
 def rerender(json_path: Path, out: Path | None = None) -> int:
     """``--render-only``: rebuild a report from its saved JSON, without sampling (printed if it has no file)."""
+    if not Path(json_path).exists():
+        print(f"no saved results at {rel(json_path)}: run the benchmark first", file=sys.stderr)
+        return 2
     default_out, text = render_saved(json_path)
     out = out or default_out
     if out is None:
