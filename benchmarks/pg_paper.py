@@ -114,6 +114,7 @@ def fit_bart(
         "predict_s": predict_s,
         "ms_per_iter": sampling_s / iters * 1e3,
         "bart_step_ms_per_iter": bart_step_s / iters * 1e3,
+        "bart_step_ms_median": float(np.median(rec.seconds)) * 1e3,
         "loglik": gaussian_loglik(y, mu_draws, sig),
         "sigma": sig,
         "f_test_mean": f_test.mean(axis=0),
