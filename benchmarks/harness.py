@@ -13,8 +13,9 @@ same way for every benchmark:
   and ``results``; the script's ``render(saved)`` turns it into ``docs/<report>.md``, so a report
   can always be rebuilt from its JSON (``--render-only``; ``python -m benchmarks.harness`` rebuilds
   all of them).
-* :func:`fmt`, :func:`md_table`, :func:`header_lines`, :func:`contention_note` and
-  :func:`source_line` are the pieces every report shares.
+* :func:`fmt`, :func:`md_table`, :func:`column_table` (a table from ``(header, cell)`` pairs),
+  :func:`header_lines`, :func:`contention_note` and :func:`source_line` are the pieces every
+  report shares.
 
 No pymc import here: the parent process only orchestrates.
 """
@@ -422,9 +423,11 @@ def saved_reports() -> list[Path]:
 # =========================================================================== command line
 
 
-def add_harness_args(parser: argparse.ArgumentParser, timeout_min: float) -> None:
+def add_harness_args(
+    parser: argparse.ArgumentParser, timeout_min: float, out_default: str = "docs/<report>.md"
+) -> None:
     """Options every benchmark has: timeout, report files, render-only mode, and the hidden worker entry."""
-    parser.add_argument("--out", default=None, help="markdown report (default: docs/<report>.md)")
+    parser.add_argument("--out", default=None, help=f"markdown report (default: {out_default})")
     parser.add_argument("--json", default=None, help="the report's JSON (default: benchmarks/results/<report>.json)")
     parser.add_argument(
         "--render-only", action="store_true", help="rebuild the report from its saved JSON, without sampling"

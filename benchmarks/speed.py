@@ -212,7 +212,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=None, help="runs per (case, source) (default 3; --quick 1)")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma list from {list(CASES)}")
     p.add_argument("--quick", action="store_true", help="smoke run: n = 1000, m = 50, 5 + 20 sweeps, PG 60 iterations")
-    harness.add_harness_args(p, timeout_min=20.0)
+    harness.add_harness_args(p, timeout_min=20.0, out_default="none, the table is printed")
     args = p.parse_args(argv)
     explicit_out = args.out
     harness.resolve_report_paths(args, "speed" + ("-quick" if args.quick else ""))
