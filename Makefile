@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # other files; a cache directory per source hash makes every edit recompile what depends on it.
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
-.PHONY: demo test lint bench bench-quick clean
+.PHONY: demo test lint bench bench-quick bench-render bench-speed clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -35,6 +35,15 @@ bench: $(VENV)/.bench-installed
 
 bench-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.friedman --quick --out docs/benchmarks-quick.md
+
+# rebuild every benchmark report in docs/ from its saved JSON (no sampling)
+bench-render: $(STAMP)
+	$(PY) -m benchmarks.harness
+
+# this checkout against another one: make bench-speed BEFORE=/path/to/old/checkout [REPEATS=3]
+bench-speed: $(VENV)/.bench-installed
+	@test -n "$(BEFORE)" || { echo "usage: make bench-speed BEFORE=/path/to/old/checkout [REPEATS=3]"; exit 2; }
+	$(PY) -m benchmarks.speed --src before=$(BEFORE) --src after=$(CURDIR) --repeats $(or $(REPEATS),3)
 
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache

@@ -2,64 +2,39 @@
 
     python -m benchmarks.california [--samplers pg,cgm,growprune] [--iters 2000] [--burn 1000]
         [--train-seeds 0,1,2] [--m 200] [--particles 10] [--one-hot] [--data PATH]
-        [--out docs/pg-california.md] [--quick] [--timeout-min 30]
+        [--quick] [--out docs/pg-california.md] [--json PATH] [--timeout-min 30]
+    python -m benchmarks.california --render-only [--quick | --json PATH]
 
 Data: ``california_housing.csv`` (1990 census block groups, 20640 rows), read from
 ``../shared/data/`` relative to the repository root (1.4 MB, not copied into the repository;
-``--data`` points elsewhere).  Rows with missing ``total_bedrooms`` are dropped (207), the
+``--data`` points elsewhere). Rows with missing ``total_bedrooms`` are dropped (207), the
 categorical ``ocean_proximity`` is dropped (``--one-hot``: one-hot encoded instead), leaving the
-8 numeric covariates; the response ``median_house_value`` is used in units of $100,000.  A test
+8 numeric covariates; the response ``median_house_value`` is used in units of $100,000. A test
 set of 2000 rows is drawn once (seed 2015); each training set is 2000 rows drawn from the
 remaining rows with its own seed (default 0, 1, 2), as the paper's three training sets of 2000.
 
-Model: m = 200 trees with the default BART prior (alpha = 0.95, beta = 2, k = 2); sigma^2 ~
-InverseGamma from ``pmt.chipman_sigma2_prior(X, y)`` (nu = 3, q = 0.9), sigma = sqrt(sigma^2),
-sampled by NUTS.  One chain per training set: ``pm.sample(tune=burn, draws=iters - burn,
-chains=1, cores=1)``.  Default 1000 burn-in + 1000 kept draws, the paper's protocol of section
-4.1 (section 4.2 does not give its chain length): measured on the 2-core machine with another
-process busy on one core, GrowPrune ~3 ms, CGM ~4 ms, PG (10 particles) ~50 ms per iteration,
-i.e. about 6-7 minutes for three samplers x three training sets, well inside a 15-minute budget.
-If PG becomes much slower, ``--iters 1000 --burn 300`` halves the run; the report prints an
-estimate of the default run's wall time from the measured time per iteration.
-
-Reported per sampler, averaged over the training sets: ESS and ESS/s of the training
-log-likelihood trace (bulk ESS and an R-coda-style AR-spectral ESS), time per iteration, test
-RMSE of the posterior mean, mean leaves per tree, and for PG the mean ``kept_old`` / ``stages``.
+Model: m = 200 trees with the default BART prior (alpha = 0.95, beta = 2, k = 2); the protocol of
+``benchmarks.pg_paper`` (one chain per training set, sigma^2 by NUTS). Default 1000 burn-in +
+1000 kept draws, the paper's protocol of section 4.1 (section 4.2 does not give its chain
+length); about 6 minutes for the three samplers on the 2-core machine (the report estimates the
+default run's wall time from any run's time per iteration).
 """
 
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import dump_json, fmt, md_table
-from benchmarks.pg_common import (
-    ALL_SAMPLERS,
-    LABELS,
-    RESULTS_DIR,
-    ROOT,
-    across_chain_rhat,
-    contention_note,
-    fit_bart,
-    header_lines,
-    int_list,
-    mean_of,
-    print_env,
-    range_of,
-    run_config,
-    sampler_list,
-    summarise_chain,
-    warmup,
-    worker_entry,
-)
+from benchmarks import harness, pg_paper
+from benchmarks.harness import fmt
+from benchmarks.pg_paper import LABELS
 
 MODULE = "benchmarks.california"
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "california_housing.csv"
+DEFAULT_DATA = harness.ROOT.parent / "shared" / "data" / "california_housing.csv"
 TARGET = "median_house_value"
 Y_SCALE = 1e5
 DEFAULT_ITERS = 2000
@@ -75,7 +50,7 @@ PAPER_ESS_PER_S = {"cgm": 1.967e-3, "growprune": 48.799e-3, "pg": 16.743e-3}
 # =========================================================================== data
 
 
-def load_california(path: Path | str = DEFAULT_DATA, one_hot: bool = False):
+def load_california(path: Path | str = DEFAULT_DATA, one_hot: bool = False) -> tuple[np.ndarray, np.ndarray, list]:
     """(X, y, column names) of the whole data set, rows with missing values dropped, y in $100k."""
     import pandas as pd
 
@@ -123,21 +98,19 @@ def worker_body(spec: dict) -> dict:
     kw = {"sampler": spec["sampler"], "m": spec["m"], "alpha": 0.95, "beta": 2.0, "particles": spec["particles"]}
     out = {"n_rows": int(Xall.shape[0]), "columns": cols}
     X0, y0, Xt0, _ = california_split(Xall, yall, spec["train_seeds"][0])
-    out["warmup_s"] = warmup(X0, y0, Xt0, **kw)
+    out["warmup_s"] = pg_paper.warmup(X0, y0, Xt0, **kw)
     chains = []
     for ts in spec["train_seeds"]:
         X, y, X_test, y_test = california_split(Xall, yall, ts)
-        # chain seed = training-set seed (+1000 so that it is not 0)
-        fit = fit_bart(X, y, X_test, burn=spec["burn"], draws=spec["iters"] - spec["burn"], seed=1000 + ts, **kw)
-        ch = summarise_chain(fit, y_test)
+        # chain seed = training-set seed + 1000 (so that it is not 0)
+        fit = pg_paper.fit_bart(
+            X, y, X_test, burn=spec["burn"], draws=spec["iters"] - spec["burn"], seed=1000 + ts, **kw
+        )
+        ch = pg_paper.summarise_chain(fit, y_test)
         ch["train_seed"] = ts
         ch.update(baselines(X, y, X_test, y_test))
         chains.append(ch)
-        print(
-            f"  training set {ts}: ESS bulk {ch['ess_bulk_loglik']:.1f}, coda {ch['ess_coda_loglik']:.1f}, "
-            f"{ch['ms_per_iter']:.1f} ms/iter, test RMSE {ch['test_rmse']:.4f}",
-            flush=True,
-        )
+        print(f"  training set {ts}: {pg_paper.describe({'chains': [ch]})}", flush=True)
     out["chains"] = chains
     return out
 
@@ -145,289 +118,180 @@ def worker_body(spec: dict) -> dict:
 # =========================================================================== report
 
 
-def _describe(res: dict) -> str:
-    x = row_numbers(res)
-    msg = (
-        f"ESS bulk {x['ess_bulk']:.1f}, coda {x['ess_coda']:.1f}, {x['ms_per_iter']:.1f} ms/iter, "
-        f"test RMSE {x['rmse']:.4f}, leaves {x['leaves']:.2f}"
-    )
-    if x["kept_old"] is not None:
-        msg += f", kept_old {x['kept_old']:.3f}, stages {x['stages']:.1f}"
-    return msg
-
-
-def row_numbers(res: dict) -> dict:
-    ch = res["chains"]
-    return {
-        "ess_bulk": mean_of(ch, "ess_bulk_loglik"),
-        "ess_bulk_range": range_of(ch, "ess_bulk_loglik"),
-        "ess_coda": mean_of(ch, "ess_coda_loglik"),
-        "ess_bulk_per_s": mean_of(ch, "ess_bulk_per_s"),
-        "ess_coda_per_s": mean_of(ch, "ess_coda_per_s"),
-        "ms_per_iter": mean_of(ch, "ms_per_iter"),
-        "bart_ms_per_iter": mean_of(ch, "bart_step_ms_per_iter"),
-        "sampling_s": mean_of(ch, "sampling_s"),
-        "rmse": mean_of(ch, "test_rmse"),
-        "leaves": mean_of(ch, "n_leaves_mean"),
-        "depth": mean_of(ch, "tree_depth_mean"),
-        "kept_old": mean_of(ch, "kept_old_mean"),
-        "stages": mean_of(ch, "stages_mean"),
-        "accept": mean_of(ch, "accept_mean"),
-        "sigma": mean_of(ch, "sigma_mean"),
-        "loglik": mean_of(ch, "loglik_mean"),
-        "rmse_mean": mean_of(ch, "rmse_mean"),
-        "rmse_ols": mean_of(ch, "rmse_ols"),
-    }
-
-
-def _range_txt(v, r):
-    if v is None:
-        return "—"
-    if r[0] is None or r[0] == r[1]:
-        return fmt(v)
-    return f"{fmt(v)} [{fmt(r[0])}–{fmt(r[1])}]"
-
-
-def markdown_report(results: list[dict], args, argv: list[str], unavailable: dict[str, str], total_s: float) -> str:
+def render(saved: dict) -> str:
+    """The markdown report of a saved run."""
+    st, results = saved["settings"], pg_paper.with_numbers(saved["results"])
     title = "CaliforniaHouses: PG vs CGM vs GrowPrune (PG-BART paper §4.2)" + (
-        " — --quick smoke run" if args.quick else ""
+        " — --quick smoke run" if st["quick"] else ""
     )
-    lines = header_lines(title, [shlex.quote(a) for a in argv], MODULE)
-    draws = args.iters - args.burn
+    lines = harness.header_lines(title, saved["meta"])
+    draws = st["iters"] - st["burn"]
     ok = [r for r in results if r.get("status") == "ok"]
     ncols = len(ok[0]["columns"]) if ok else "?"
-    x_any = row_numbers(ok[0]) if ok else {}
+    x_any = ok[0]["x"] if ok else {}
+    processes_s = sum(r.get("elapsed_s") or 0.0 for r in results)
     lines += [
-        f"* Data: `{_rel(args.data)}`, rows with missing total_bedrooms dropped, ocean_proximity "
-        f"{'one-hot encoded' if args.one_hot else 'dropped'} ({ncols} covariates; the paper's version has 6), "
+        f"* Data: `{st['data']}`, rows with missing total_bedrooms dropped, ocean_proximity "
+        f"{'one-hot encoded' if st['one_hot'] else 'dropped'} ({ncols} covariates; the paper's version has 6), "
         f"y = median_house_value / 100,000. Test set: {N_TEST} rows (seed {TEST_SEED}); training sets: {N_TRAIN} "
-        f"of the other rows each, seeds {args.train_seeds}.",
-        f"* Model: m = {args.m}, α = 0.95, β = 2, k = 2 (default BART prior); σ² ~ InverseGamma("
+        f"of the other rows each, seeds {st['train_seeds']}.",
+        f"* Model: m = {st['m']}, α = 0.95, β = 2, k = 2 (default BART prior); σ² ~ InverseGamma("
         "`pmt.chipman_sigma2_prior(X, y)`, ν = 3, q = 0.9), σ = √σ², σ² sampled by NUTS; PG with "
-        f"{args.particles} particles (other PGBARTStep defaults).",
-        f"* Chains: one per training set, `pm.sample(tune={args.burn}, draws={draws}, chains=1, cores=1, "
+        f"{st['particles']} particles (other PGBARTStep defaults).",
+        f"* Chains: one per training set, `pm.sample(tune={st['burn']}, draws={draws}, chains=1, cores=1, "
         "random_seed=1000 + training seed)`; each sampler runs in its own process after an untimed 3 + 3 "
-        f"iteration warm-up. Whole run: {total_s / 60:.1f} min.",
+        f"iteration warm-up. The samplers' processes took {processes_s / 60:.1f} min in all.",
         "",
         f"Columns: **ESS** of the training log-likelihood Σᵢ log N(yᵢ | μᵢ, σ) over the {draws} kept draws, mean "
         "over training sets [min–max]; *bulk* = rank-normalised split-chain bulk ESS of the single chain "
-        "(`benchmarks.common.bulk_ess`), *coda* = R-coda `effectiveSize` reimplemented (AR spectral density at 0, "
+        "(`benchmarks.metrics.bulk_ess`), *coda* = R-coda `effectiveSize` reimplemented (AR spectral density at 0, "
         "the paper's estimator). **ESS/s** = ESS ÷ sampling time of the whole chain (burn-in + kept draws, "
-        f"`pm.sample`'s `sampling_time`). **ms/iter** = sampling time ÷ {args.iters} (BART step + NUTS step for σ²); "
-        "**BART ms/iter** = inside the BART step only. **test RMSE** of the posterior mean, in $100k "
+        f"`pm.sample`'s `sampling_time`). **ms/iter** = sampling time ÷ {st['iters']} (BART step + NUTS step for "
+        "σ²); **BART ms/iter** = inside the BART step only. **test RMSE** of the posterior mean, in $100k "
         f"(training-mean predictor: {fmt(x_any.get('rmse_mean'))}, least squares: {fmt(x_any.get('rmse_ols'))}). "
-        "**leaves** = mean leaves per tree. Paper figures "
-        "(2015 pure-Python implementation, their machine, unknown chain length): compare as ratios between "
-        "samplers.",
+        "**leaves** = mean leaves per tree. Paper figures (2015 pure-Python implementation, their machine, unknown "
+        "chain length): compare as ratios between samplers.",
         "",
     ]
-    for s, msg in unavailable.items():
-        lines += [f"**{LABELS[s]} not run:** {msg}", ""]
-    headers = [
-        "sampler",
-        "ESS bulk",
-        "ESS coda",
-        "paper ESS",
-        "ESS/s bulk",
-        "ESS/s coda",
-        "paper ESS/s",
-        "ms/iter",
-        "BART ms/iter",
-        "test RMSE",
-        "leaves",
-        "kept old",
-        "stages",
-        "R-hat",
-        "notes",
-    ]
-    rows = []
-    for r in results:
-        s = r["spec"]["sampler"]
-        pe, pr = PAPER_ESS.get(s), PAPER_ESS_PER_S.get(s)
-        if r.get("status") != "ok":
-            err = (r.get("error") or r.get("status") or "failed").splitlines()[0]
-            rows.append([LABELS[s], "—", "—", fmt(pe), "—", "—", fmt(pr)] + ["—"] * 7 + [f"**{r['status']}**: {err}"])
-            continue
-        x = row_numbers(r)
-        notes = [n for n in [contention_note(r)] if n]
-        rows.append(
-            [
-                LABELS[s],
-                _range_txt(x["ess_bulk"], x["ess_bulk_range"]),
-                fmt(x["ess_coda"]),
-                fmt(pe),
-                fmt(x["ess_bulk_per_s"]),
-                fmt(x["ess_coda_per_s"]),
-                fmt(pr),
-                fmt(x["ms_per_iter"]),
-                fmt(x["bart_ms_per_iter"]),
-                fmt(x["rmse"]),
-                fmt(x["leaves"]),
-                fmt(x["kept_old"]),
-                fmt(x["stages"]),
-                fmt(across_chain_rhat(r["chains"])),
-                "; ".join(notes),
-            ]
-        )
-    lines += [md_table(headers, rows), ""]
-    if args.quick:
+    lines += [_main_table(results), ""]
+    if st["quick"]:
         lines += ["*--quick run: chains far too short for ESS to mean anything; it only exercises the code.*", ""]
-
-    dh = [
-        "sampler",
-        "measured",
-        "per training set: ESS bulk / coda",
-        "per training set: test RMSE",
-        "per training set: sampling s",
-        "mean depth",
-        "accept (MH)",
-        "mean σ ($100k)",
-        "mean log-lik",
-        "warm-up s",
-        "child wall s",
-        "other load (cores)",
-        "peak PSS MB",
-    ]
-    drows = []
-    for r in ok:
-        x = row_numbers(r)
-        drows.append(
-            [
-                LABELS[r["spec"]["sampler"]],
-                r.get("measured_at", "?"),
-                ", ".join(f"{fmt(c['ess_bulk_loglik'])} / {fmt(c['ess_coda_loglik'])}" for c in r["chains"]),
-                ", ".join(fmt(c["test_rmse"]) for c in r["chains"]),
-                ", ".join(fmt(c["sampling_s"]) for c in r["chains"]),
-                fmt(x["depth"]),
-                fmt(x["accept"]),
-                fmt(x["sigma"]),
-                fmt(x["loglik"]),
-                fmt(r.get("warmup_s")),
-                fmt(r.get("elapsed_s")),
-                fmt(r.get("other_load_cores")),
-                fmt(r.get("peak_pss_sum_mb")),
-            ]
-        )
-    lines += ["## Details", "", md_table(dh, drows) if drows else "(no successful runs)", ""]
+    lines += ["## Details", "", _details(ok), ""]
     if ok:
-        # time budget of a full default run, extrapolated from this run's time per iteration
-        est = 0.0
-        for r in ok:
-            x = row_numbers(r)
-            per_chain_overhead = (r.get("elapsed_s") or 0.0) - sum(c["sampling_s"] for c in r["chains"])
-            est += per_chain_overhead + 3 * x["ms_per_iter"] * 1e-3 * DEFAULT_ITERS
         lines += [
             f"Estimated wall time of the default run (3 training sets × {DEFAULT_ITERS} iterations) for the "
             "samplers above, "
-            f"from this run's ms/iter and process overheads: {est / 60:.1f} min.",
+            f"from this run's ms/iter and process overheads: {_default_run_s(ok) / 60:.1f} min.",
             "",
         ]
-    lines += [f"Raw results (incl. the log-likelihood traces): `{_rel(args.json)}`.", ""]
+    lines += [f"Raw results (incl. the log-likelihood traces): `{saved['meta']['json']}`.", ""]
     for r in results:
         if r.get("status") == "error":
             lines += [f"Error in {r['spec']['sampler']}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
+    lines += [harness.source_line(saved["meta"]), ""]
     return "\n".join(lines)
 
 
-def _rel(p) -> str:
-    p = Path(p).resolve()
-    for base in (ROOT, ROOT.parent):
-        if p.is_relative_to(base):
-            rel = p.relative_to(base)
-            return str(rel) if base == ROOT else f"../{rel}"
-    return str(p)
+def _default_run_s(ok: list[dict]) -> float:
+    """Wall time of a default run, from each sampler's measured ms/iter and process overhead."""
+    est = 0.0
+    for r in ok:
+        overhead = (r.get("elapsed_s") or 0.0) - sum(c["sampling_s"] for c in r["chains"])
+        est += overhead + 3 * r["x"]["ms_per_iter"] * 1e-3 * DEFAULT_ITERS
+    return est
+
+
+def _paper(table: dict):
+    return lambda r: fmt(table.get(r["spec"]["sampler"]))
+
+
+def _main_table(results: list[dict]) -> str:
+    num = pg_paper.num
+    columns = [
+        ("sampler", lambda r: LABELS[r["spec"]["sampler"]]),
+        ("ESS bulk", pg_paper.ess_cell),
+        ("ESS coda", num("ess_coda")),
+        ("paper ESS", _paper(PAPER_ESS)),
+        ("ESS/s bulk", num("ess_bulk_per_s")),
+        ("ESS/s coda", num("ess_coda_per_s")),
+        ("paper ESS/s", _paper(PAPER_ESS_PER_S)),
+        ("ms/iter", num("ms_per_iter")),
+        ("BART ms/iter", num("bart_ms_per_iter")),
+        ("test RMSE", num("rmse")),
+        ("leaves", num("leaves")),
+        ("kept old", num("kept_old")),
+        ("stages", num("stages")),
+        ("R-hat", num("rhat")),
+        ("notes", pg_paper.notes_cell),
+    ]
+    return harness.column_table(columns, results)
+
+
+def _details(ok: list[dict]) -> str:
+    num = pg_paper.num
+
+    def per_chain(key):
+        return lambda r: ", ".join(fmt(c[key]) for c in r["chains"])
+
+    columns = [
+        ("sampler", lambda r: LABELS[r["spec"]["sampler"]]),
+        ("measured", lambda r: r.get("measured_at", "?")),
+        ("per training set: ESS bulk / coda", pg_paper.per_chain_ess),
+        ("per training set: test RMSE", per_chain("test_rmse")),
+        ("per training set: sampling s", per_chain("sampling_s")),
+        ("mean depth", num("depth")),
+        ("accept (MH)", num("accept")),
+        ("mean σ ($100k)", num("sigma")),
+        ("mean log-lik", num("loglik")),
+        ("warm-up s", lambda r: fmt(r.get("warmup_s"))),
+        ("child wall s", lambda r: fmt(r.get("elapsed_s"))),
+        ("other load (cores)", lambda r: fmt(r.get("other_load_cores"))),
+        ("peak PSS MB", lambda r: fmt(r.get("peak_pss_sum_mb"))),
+    ]
+    return harness.column_table(columns, ok) if ok else "(no successful runs)"
 
 
 # =========================================================================== CLI
 
 
-def parse_args(argv):
+def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke run: training set 0 only, 100 iterations (50 burn-in), well under a minute",
-    )
-    p.add_argument("--samplers", default="pg,cgm,growprune", help=f"comma list from {ALL_SAMPLERS}")
+    p.add_argument("--quick", action="store_true", help="smoke run: training set 0 only, 100 iterations (50 burn-in)")
+    p.add_argument("--samplers", default="pg,cgm,growprune", help=f"comma list from {pg_paper.SAMPLERS}")
     p.add_argument(
         "--iters", type=int, default=None, help=f"iterations per chain incl. burn-in (default {DEFAULT_ITERS})"
     )
-    p.add_argument(
-        "--burn", type=int, default=None, help=f"burn-in (tuning) iterations, discarded (default {DEFAULT_BURN})"
-    )
+    p.add_argument("--burn", type=int, default=None, help=f"burn-in iterations, discarded (default {DEFAULT_BURN})")
     p.add_argument("--train-seeds", default=None, help="training-set seeds, one chain each (default 0,1,2)")
     p.add_argument("--m", type=int, default=200, help="number of trees (default 200)")
     p.add_argument("--particles", type=int, default=10, help="PG: number of particles (default 10)")
     p.add_argument("--one-hot", action="store_true", help="one-hot encode ocean_proximity instead of dropping it")
     p.add_argument("--data", default=str(DEFAULT_DATA), help="path of california_housing.csv")
-    p.add_argument("--out", default=None, help="markdown (default docs/pg-california.md; --quick: ...-quick.md)")
-    p.add_argument("--json", default=None, help="raw results (default benchmarks/results/pg-california[-quick].json)")
-    p.add_argument("--timeout-min", type=float, default=30.0, help="kill one sampler's process after this long")
-    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    harness.add_harness_args(p, timeout_min=30.0)
     args = p.parse_args(argv)
-    if args.worker is not None:
+    harness.resolve_report_paths(args, "pg-california" + ("-quick" if args.quick else ""))
+    if args.worker is not None or args.render_only:
         return args
-    args.samplers = sampler_list(args.samplers, p)
+    args.samplers = harness.choice_list(args.samplers.lower(), pg_paper.SAMPLERS, p, "sampler(s)")
     if args.iters is None:
         args.iters = 100 if args.quick else DEFAULT_ITERS
     if args.burn is None:
         args.burn = args.iters // 2 if args.quick or args.iters != DEFAULT_ITERS else DEFAULT_BURN
     if not 0 <= args.burn < args.iters:
         p.error("need 0 <= burn < iters")
-    args.train_seeds = int_list(args.train_seeds) if args.train_seeds else ([0] if args.quick else [0, 1, 2])
-    args.data = Path(args.data)
+    args.train_seeds = harness.int_list(args.train_seeds) if args.train_seeds else ([0] if args.quick else [0, 1, 2])
+    args.data = Path(args.data).resolve()
     if not args.data.exists():
         p.error(
             f"data file {args.data} not found: this benchmark reads ../shared/data/california_housing.csv "
             "relative to the repository root (no download); pass --data PATH"
         )
-    suffix = "-quick" if args.quick else ""
-    args.out = Path(args.out or f"docs/pg-california{suffix}.md")
-    args.json = Path(args.json or RESULTS_DIR / f"pg-california{suffix}.json")
-    args.out = args.out if args.out.is_absolute() else ROOT / args.out
-    args.json = args.json if args.json.is_absolute() else ROOT / args.json
     return args
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.worker is not None:
-        return worker_entry(args.worker, worker_body)
+        return harness.worker_main(args.worker, worker_body)
+    if args.render_only:
+        return harness.rerender(args.json, args.out)
 
-    print_env()
-    order = [s for s in ("growprune", "cgm", "pg", "pg-opt") if s in args.samplers]
-    results: list[dict] = []
-    unavailable: dict[str, str] = {}
-    t_all = time.perf_counter()
+    per_run = ("m", "iters", "burn", "train_seeds", "particles", "one_hot")
+    settings = {k: getattr(args, k) for k in ("quick", "samplers", *per_run)}
+    settings["data"] = harness.rel(args.data)
+    order = [s for s in pg_paper.RUN_ORDER if s in args.samplers]
+    results = []
     for i, s in enumerate(order, 1):
-        print(
-            f"[{i}/{len(order)}] {s}: training sets {args.train_seeds}, {args.iters} iters ({args.burn} burn-in) ...",
-            file=sys.stderr,
-            flush=True,
-        )
-        spec = {
-            "sampler": s,
-            "m": args.m,
-            "iters": args.iters,
-            "burn": args.burn,
-            "train_seeds": args.train_seeds,
-            "particles": args.particles,
-            "one_hot": args.one_hot,
-            "data": str(args.data),
-        }
+        msg = f"[{i}/{len(order)}] {s}: training sets {args.train_seeds}, {args.iters} iters ({args.burn} burn-in) ..."
+        print(msg, file=sys.stderr, flush=True)
+        spec = {"sampler": s, **{k: settings[k] for k in per_run}, "data": str(args.data)}
         log = args.json.parent / "logs" / f"{args.json.stem}_{s}.log"
-        res = run_config(MODULE, spec, log, args.timeout_min * 60, _describe, unavailable, s)
-        if res is not None:
-            results.append(res)
-
-    total = time.perf_counter() - t_all
-    dump_json({"argv": argv, "results": results, "unavailable": unavailable}, args.json)
-    report = markdown_report(results, args, argv, unavailable, total)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(report)
-    print(report)
-    print(f"wrote {_rel(args.out)} and {_rel(args.json)} ({total:.0f} s total)", file=sys.stderr)
+        t0 = time.perf_counter()
+        results.append(harness.run_worker(MODULE, spec, log, args.timeout_min * 60))
+        harness.print_status(results[-1], pg_paper.describe, t0)
+    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
+    print(harness.publish(saved, render))
     return 0
 
 

@@ -1,62 +1,43 @@
 """Friedman #1 benchmark: pymc-treesamplers vs pymc-bart vs stochtree.
 
-    python -m benchmarks.friedman [--quick] [--out docs/benchmarks.md]
+    python -m benchmarks.friedman [--quick] [--out docs/benchmarks.md] [--json PATH]
         [--samplers growprune,cgm,pymc-bart,stochtree] [--sizes 1000,10000]  (also: pg, ct-h0.25/0.5/1/2)
-        [--trees 50,200] [--reuse [--rerun-contended]] [--cores 2] [--seed 1234]
-        [--shorten SAMPLER:N:M:TUNE:DRAWS] [--no-reduce] [--timeout-min 90]
+        [--trees 50,200] [--tune 1000] [--draws 1000] [--chains 2] [--cores 2] [--stochtree-threads 1]
+        [--seed 1234] [--reuse [--rerun-contended]] [--no-saved-refs] [--results-dir DIR] [--timeout-min 90]
+    python -m benchmarks.friedman --render-only [--quick | --out docs/ct-horizon-sweep.md | --json PATH]
 
-Typical use once pymc_treesamplers works (reference rows are reused from
-benchmarks/results/ instead of rerun):
+Typical use (reference rows reused from benchmarks/results/ instead of rerun):
 
     python -m benchmarks.friedman --reuse
     python -m benchmarks.friedman --samplers growprune --sizes 10000 --trees 200 --out /tmp/gp.md
 
-Problem: y = 10 sin(pi x1 x2) + 20 (x3 - 0.5)^2 + 10 x4 + 5 x5 + N(0, 1) with 10
-iid U(0, 1) covariates (x6..x10 are noise).  Test set: 1000 fresh rows (noise-free
-f); the first 25 of them are the fixed points used for the ESS of f.
+Problem: ``pymc_treesamplers.datasets.friedman1_train_test``: y = 10 sin(pi x1 x2) + 20 (x3 -
+0.5)^2 + 10 x4 + 5 x5 + N(0, 1) with 10 iid U(0, 1) covariates (x6..x10 are noise); test set:
+1000 fresh rows (noise-free f), the first 25 of them the fixed points for the ESS of f.
 
-Every (sampler, n, m) configuration runs in its own child process
-(``python -m benchmarks.friedman --worker SPEC``) which writes its numbers as
-JSON; the parent polls the memory of the child's process tree (psutil), collects
-the JSON, saves it under ``benchmarks/results/`` and writes a markdown table.
+Every (sampler, n, m) runs in its own child process (``benchmarks.harness``); its numbers are
+saved as ``<results-dir>/<key>.json`` (+ ``.npz`` of the draws), which ``--reuse`` loads instead
+of rerunning. The rows of a report are saved together in ``benchmarks/results/<report>.json``,
+from which ``--render-only`` rebuilds the report.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import shlex
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import (
-    dump_json,
-    fit_metrics,
-    fmt,
-    friedman1_data,
-    git_state,
-    machine_info,
-    md_table,
-    own_cpu_s,
-    package_versions,
-    run_child,
-    tail,
-    utc_now,
-)
+from benchmarks import harness
+from benchmarks.harness import fmt
+from benchmarks.metrics import bulk_ess, rank_rhat
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
-
+MODULE = "benchmarks.friedman"
 ALL_SAMPLERS = ["growprune", "cgm", "pg", "ct-h0.25", "ct-h0.5", "ct-h1", "ct-h2", "pymc-bart", "stochtree"]
 DEFAULT_SAMPLERS = ["growprune", "cgm", "pymc-bart", "stochtree"]
-PYMC_ARMS = set(ALL_SAMPLERS) - {"stochtree"}
 REFERENCES = ["pymc-bart", "stochtree"]
 LABELS = {
     "growprune": "pmt GrowPrune",
@@ -66,58 +47,51 @@ LABELS = {
     "pymc-bart": "pymc-bart (PGBART)",
     "stochtree": "stochtree (GP MCMC)",
 }
-
-CONTENTION_WARN_CORES = 0.3
 N_TEST = 1000
 N_ESS = 25
 DEFAULT_SEED = 1234
 
-# Full-length runs that would take far longer than ~25 min can be run shorter
-# and extrapolated (clearly marked in the table).  Key: (sampler, n, m) ->
-# (tune, draws) actually run.  Only applied to the default full-length settings
-# (1000 + 1000, not --quick); add entries with --shorten, disable with --no-reduce.
-# Empty by default: measured on the 2-core reference machine, pymc-bart 0.13.1
-# (Rust backend) needs ~100 ms per iteration per chain at n=10000, m=200, i.e.
-# ~3.5 min for 2x(1000+1000) with parallel chains, well inside the budget.
-REDUCED_RUNS: dict[tuple[str, int, int], tuple[int, int]] = {}
+
+# =========================================================================== worker
 
 
-# =========================================================================== worker side
+def fit_metrics(sigma: np.ndarray, f_test: np.ndarray, f_test_true: np.ndarray, wall_s: float) -> dict:
+    """Numbers reported for one fit: sigma draws (chain, draw), draw-matched f draws (chain, draw, n_test)."""
+    sigma = np.asarray(sigma, dtype=float)
+    f_test = np.asarray(f_test, dtype=float)
+    ess_f = bulk_ess(f_test[:, :, :N_ESS])
+    ess_sigma = float(bulk_ess(sigma))
+    return {
+        "rmse_test": float(np.sqrt(np.mean((f_test.mean(axis=(0, 1)) - f_test_true) ** 2))),
+        "sigma_mean": float(sigma.mean()),
+        "sigma_sd": float(sigma.std()),
+        "sigma_mean_per_chain": [float(v) for v in sigma.mean(axis=1)],
+        "ess_bulk_sigma": ess_sigma,
+        "ess_bulk_f_min": float(np.min(ess_f)),
+        "ess_bulk_f_median": float(np.median(ess_f)),
+        "rhat_sigma": float(rank_rhat(sigma)),
+        "rhat_f_max": float(np.max(rank_rhat(f_test[:, :, :N_ESS]))),
+        # correlation of the chains' sigma traces: ~0 for independent chains
+        "sigma_chain_corr": float(np.corrcoef(sigma[0], sigma[1])[0, 1]) if sigma.shape[0] >= 2 else None,
+        "ess_per_s_sigma": ess_sigma / wall_s,
+        "min_ess_per_s_f": float(np.min(ess_f)) / wall_s,
+    }
 
 
-def _sample_stats_timing(idata) -> dict:
-    """Per-step wall time recorded by a step method as a ``time`` sampler stat (pymc-bart does)."""
-    out = {}
-    try:
-        ss = idata.sample_stats
-        if "time" in ss:
-            t = np.asarray(ss["time"].values, dtype=float)
-            out["step_time_ms_median"] = float(np.median(t) * 1e3)
-            out["step_time_ms_mean"] = float(np.mean(t) * 1e3)
-    except Exception:  # pragma: no cover - optional information
-        pass
-    return out
-
-
-def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test):
+def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test) -> tuple[np.ndarray, dict]:
     """Draw-matched pymc-bart predictions at X_test, shape (chain, draw, n_test).
 
-    pymc-bart 0.13's public prediction route (pm.set_data + sample_posterior_predictive,
-    i.e. BARTRV.rng_fn -> utils._sample_posterior) picks *random* posterior draws
-    (rng.integers), so the draws are not in chain order and ESS cannot be computed
-    from them.  We use the per-chain tree histories it keeps on the op instead
-    (``op.all_trees`` -> ``pymc_bart.utils._get_posterior_sampler`` ->
-    ``PosteriorSampler.sample_posterior(X, draw_indices, excluded)``) with
-    draw_indices = 0..D-1.  ``op.all_trees`` is a multiprocessing.Manager list
-    appended by each chain process when it finishes, i.e. in completion order, not
-    chain order; we match every history to its chain by comparing its in-sample
-    predictions with the stored posterior ``mu`` (sum of trees at the training X).
+    pymc-bart 0.13's public prediction route (pm.set_data + sample_posterior_predictive) picks
+    *random* posterior draws, so the draws are not in chain order and ESS cannot be computed from
+    them. We use the per-chain tree histories it keeps on the op instead (``op.all_trees`` ->
+    ``pymc_bart.utils._get_posterior_sampler`` -> ``sample_posterior(X, draw_indices, excluded)``).
+    ``op.all_trees`` is appended by each chain process when it finishes, i.e. in completion
+    order: every history is matched to its chain by its in-sample predictions against the
+    posterior ``mu``.
     """
     from pymc_bart.utils import _get_posterior_sampler
 
-    op = mu_rv.owner.op
-    multi = _get_posterior_sampler(op)
-    samplers = list(multi._chain_samplers)
+    samplers = list(_get_posterior_sampler(mu_rv.owner.op)._chain_samplers)
     post_mu = np.asarray(idata.posterior["mu"].values)  # (chain, draw, n_train)
     C, D = post_mu.shape[:2]
     if len(samplers) != C:
@@ -141,49 +115,29 @@ def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test):
     f = np.stack(
         [np.asarray(samplers[chain_of[c]].sample_posterior(Xt, list(range(D)), None))[:, 0, :] for c in range(C)]
     )
-    info = {"history_order_for_chains": [chain_of[c] for c in range(C)], "chain_match_max_abs_err": max(match_err)}
-    return f, info
+    return f, {"history_order_for_chains": [chain_of[c] for c in range(C)], "chain_match_max_abs_err": max(match_err)}
 
 
-def _run_pymc_arm(spec, X, y, X_test):
+def _fit_pymc(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarray]:
     import pymc as pm
 
     sampler = spec["sampler"]
     if sampler == "pymc-bart":
-        import pymc_bart as bart_pkg
+        import pymc_bart as pkg
     else:
-        try:
-            import pymc_treesamplers as bart_pkg
-        except Exception as exc:  # ImportError, or the package is half written
-            return {
-                "status": "import-error",
-                "error": f"`import pymc_treesamplers` failed: {type(exc).__name__}: {exc}",
-            }
-        missing = [a for a in ("BART", "GrowPruneStep", "CGMStep", "predict") if not hasattr(bart_pkg, a)]
-        if missing:
-            return {
-                "status": "import-error",
-                "error": f"pymc_treesamplers imports but has no {', '.join(missing)} yet (package unfinished?)",
-            }
-
+        import pymc_treesamplers as pkg
     t0 = time.perf_counter()
     with pm.Model():
-        mu = bart_pkg.BART("mu", X, y, m=spec["m"])
-        # Same sigma prior for all PyMC arms; NUTS is assigned to sigma by pm.sample.
+        mu = pkg.BART("mu", X, y, m=spec["m"])
+        # same sigma prior for all PyMC arms; pm.sample assigns NUTS to sigma
         sigma = pm.HalfNormal("sigma", float(y.std()))
         pm.Normal("y", mu, sigma, observed=y)
         if sampler == "pymc-bart":
-            step = None  # pymc-bart's default: PGBART for mu (registered by bartrs)
-        elif sampler == "growprune":
-            step = [bart_pkg.GrowPruneStep([mu])]
-        elif sampler == "cgm":
-            step = [bart_pkg.CGMStep([mu])]
-        elif sampler == "pg":
-            step = [bart_pkg.PGBARTStep([mu])]
+            step = None  # pymc-bart's default: PGBART for mu
         elif sampler.startswith("ct-h"):
-            step = [bart_pkg.CTBirthDeathStep([mu], horizon=float(sampler[4:]))]
-        else:  # pragma: no cover
-            raise ValueError(sampler)
+            step = [pkg.CTBirthDeathStep([mu], horizon=float(sampler[4:]))]
+        else:
+            step = [{"growprune": pkg.GrowPruneStep, "cgm": pkg.CGMStep, "pg": pkg.PGBARTStep}[sampler]([mu])]
         idata = pm.sample(
             tune=spec["tune"],
             draws=spec["draws"],
@@ -195,32 +149,28 @@ def _run_pymc_arm(spec, X, y, X_test):
             compute_convergence_checks=False,
         )
     wall = time.perf_counter() - t0
-
-    sigma = np.asarray(idata.posterior["sigma"].values)
     t1 = time.perf_counter()
     extra = {}
     if sampler == "pymc-bart":
         f_test, extra = _pymc_bart_f_draws(mu, idata, X, X_test)
     else:
-        f_test = np.asarray(bart_pkg.predict(idata, X_test, "mu"))
+        f_test = np.asarray(pkg.predict(idata, X_test, "mu"))
     predict_s = time.perf_counter() - t1
-    expected = (spec["chains"], spec["draws"], X_test.shape[0])
-    if f_test.shape != expected:
-        raise RuntimeError(f"predictions have shape {f_test.shape}, expected {expected}")
+    if "time" in idata.sample_stats:  # per-step wall time, recorded by pymc-bart's step
+        extra["step_time_ms_median"] = float(np.median(idata.sample_stats["time"].values) * 1e3)
+        extra["step_time_ms_mean"] = float(np.mean(idata.sample_stats["time"].values) * 1e3)
     sampling_time = idata.posterior.attrs.get("sampling_time")
-    out = {
-        "status": "ok",
+    info = {
         "wall_s": wall,
         "sampling_s": float(sampling_time) if sampling_time is not None else None,
         "predict_s": predict_s,
         "parallel_chains": spec["cores"] > 1 and spec["chains"] > 1,
-        **_sample_stats_timing(idata),
         **extra,
     }
-    return out, sigma, f_test
+    return info, np.asarray(idata.posterior["sigma"].values), f_test
 
 
-def _run_stochtree(spec, X, y, X_test):
+def _fit_stochtree(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarray]:
     from stochtree import BARTModel
 
     chains, tune, draws = spec["chains"], spec["tune"], spec["draws"]
@@ -241,11 +191,10 @@ def _run_stochtree(spec, X, y, X_test):
     t1 = time.perf_counter()
     pred = np.asarray(model.predict(X_test, terms="y_hat", type="posterior"))  # (n_test, chains*draws)
     predict_s = time.perf_counter() - t1
-    # num_chains > 1: samples of all chains are stored consecutively (chain 1 first).
+    # num_chains > 1: samples of all chains are stored consecutively (chain 1 first)
     f_test = pred.reshape(X_test.shape[0], chains, draws).transpose(1, 2, 0)
     sigma = np.sqrt(np.asarray(model.global_var_samples)).reshape(chains, draws)
-    out = {
-        "status": "ok",
+    info = {
         "wall_s": wall,
         "sampling_s": wall,
         "predict_s": predict_s,
@@ -253,347 +202,209 @@ def _run_stochtree(spec, X, y, X_test):
         "stochtree_params": {"general_params": general, "mean_forest_params": forest, "num_gfr": 0},
         "stochtree_sample_sigma2_leaf": bool(getattr(model, "sample_sigma2_leaf", False)),
     }
-    return out, sigma, f_test
+    return info, sigma, f_test
 
 
-def worker_main(spec_json: str) -> int:
-    """Child process: fit one configuration, write its numbers to spec['out_json']."""
-    import resource
+def worker_body(spec: dict) -> dict:
+    """Fit one configuration; its draws go to spec['out_npz'], its numbers are returned."""
+    from pymc_treesamplers.datasets import friedman1_train_test
 
-    spec = json.loads(spec_json)
-    out_json = Path(spec["out_json"])
-    result = {"spec": {k: v for k, v in spec.items() if not k.startswith("out_")}}
-    try:
-        X, y, _, X_test, f_test_true = friedman1_data(spec["n"], spec["seed"], n_test=N_TEST)
-        result["data_check"] = {
-            "y_mean": float(y.mean()),
-            "y_sd": float(y.std()),
-            "f_test_sd": float(f_test_true.std()),
-        }
-        if spec["sampler"] == "stochtree":
-            res = _run_stochtree(spec, X, y, X_test)
-        else:
-            res = _run_pymc_arm(spec, X, y, X_test)
-        if isinstance(res, dict):  # import error of our package
-            result.update(res)
-        else:
-            info, sigma, f_test = res
-            result.update(info)
-            metrics = fit_metrics(sigma, f_test, f_test_true, np.arange(N_ESS), info["wall_s"])
-            post_mean_f = metrics.pop("_post_mean_f")
-            ess_f = metrics.pop("_ess_f")
-            result.update(metrics)
-            if spec.get("out_npz"):
-                Path(spec["out_npz"]).parent.mkdir(parents=True, exist_ok=True)
-                np.savez_compressed(
-                    spec["out_npz"],
-                    sigma=sigma,
-                    f_ess_points=f_test[:, :, :N_ESS],
-                    post_mean_f_test=post_mean_f,
-                    ess_bulk_f=ess_f,
-                )
-    except Exception as exc:
-        result.update({"status": "error", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
-        traceback.print_exc()
-    ru_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
-    ru_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    result["maxrss_self_mb"] = ru_self
-    result["maxrss_children_mb"] = ru_children  # largest single (waited-for) child, e.g. one chain process
-    result["own_cpu_s"] = own_cpu_s()  # whole worker incl. imports, prediction and ESS
-    dump_json(result, out_json)
-    print(f"worker done: status={result.get('status')}", flush=True)
-    return 0
+    X, y, _, X_test, f_test_true = friedman1_train_test(spec["n"], spec["seed"], n_test=N_TEST)
+    out = {"data_check": {"y_mean": float(y.mean()), "y_sd": float(y.std()), "f_test_sd": float(f_test_true.std())}}
+    fit = _fit_stochtree if spec["sampler"] == "stochtree" else _fit_pymc
+    info, sigma, f_test = fit(spec, X, y, X_test)
+    expected = (spec["chains"], spec["draws"], X_test.shape[0])
+    if f_test.shape != expected:
+        raise RuntimeError(f"predictions have shape {f_test.shape}, expected {expected}")
+    out.update(info)
+    out.update(fit_metrics(sigma, f_test, f_test_true, info["wall_s"]))
+    Path(spec["out_npz"]).parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        spec["out_npz"],
+        sigma=sigma,
+        f_ess_points=f_test[:, :, :N_ESS],
+        post_mean_f_test=f_test.mean(axis=(0, 1)),
+        ess_bulk_f=bulk_ess(f_test[:, :, :N_ESS]),
+    )
+    return out
 
 
-# =========================================================================== parent side
+# =========================================================================== parent
 
 
-def plan_iters(sampler: str, n: int, m: int, args) -> tuple[int, int, bool]:
-    """(tune, draws, reduced) actually run for this configuration."""
-    if (
-        not args.quick
-        and not args.no_reduce
-        and args.tune == 1000
-        and args.draws == 1000
-        and (sampler, n, m) in REDUCED_RUNS
-    ):
-        t, d = REDUCED_RUNS[(sampler, n, m)]
-        return t, d, True
-    return args.tune, args.draws, False
-
-
-def config_key(sampler, n, m, tune, draws, args) -> str:
-    par = f"cores{args.cores}" if sampler in PYMC_ARMS else f"threads{args.stochtree_threads}"
-    return f"{sampler}_n{n}_m{m}_c{args.chains}_t{tune}_d{draws}_{par}_seed{args.seed}"
+def config_key(sampler: str, n: int, m: int, args) -> str:
+    par = f"threads{args.stochtree_threads}" if sampler == "stochtree" else f"cores{args.cores}"
+    return f"{sampler}_n{n}_m{m}_c{args.chains}_t{args.tune}_d{args.draws}_{par}_seed{args.seed}"
 
 
 def results_dir(args) -> Path:
-    d = Path(args.results_dir)
-    return d / "quick" if args.quick else d
+    return args.results_dir / "quick" if args.quick else args.results_dir
 
 
-def run_config(sampler, n, m, args) -> dict:
-    tune, draws, reduced = plan_iters(sampler, n, m, args)
-    key = config_key(sampler, n, m, tune, draws, args)
-    rdir = results_dir(args)
-    saved = rdir / f"{key}.json"
+def run_config(sampler: str, n: int, m: int, args) -> dict:
+    """Measure one configuration (or, with --reuse, load its saved result) and save it under its key."""
+    key = config_key(sampler, n, m, args)
+    saved = results_dir(args) / f"{key}.json"
     if args.reuse and saved.exists():
-        res = json.loads(saved.read_text())
-        contended = (res.get("other_load_cores") or 0.0) > CONTENTION_WARN_CORES
+        res = harness.load_json(saved)
+        contended = (res.get("other_load_cores") or 0.0) > harness.CONTENTION_WARN_CORES
         if not (args.rerun_contended and contended):
-            res["_source"] = "reused"
-            print(f"  reusing {saved.relative_to(ROOT) if saved.is_relative_to(ROOT) else saved}", file=sys.stderr)
-            return res
+            print(f"  reusing {harness.rel(saved)}", file=sys.stderr)
+            return dict(res, source="reused")
         print("  saved result was measured on a busy machine: rerunning", file=sys.stderr)
-
     spec = {
         "sampler": sampler,
         "n": n,
         "m": m,
-        "tune": tune,
-        "draws": draws,
+        "tune": args.tune,
+        "draws": args.draws,
         "chains": args.chains,
         "cores": args.cores,
         "threads": args.stochtree_threads,
         "seed": args.seed,
-        "reduced_from": [args.tune, args.draws] if reduced else None,
+        "out_npz": str(saved.with_suffix(".npz")),
     }
-    with tempfile.TemporaryDirectory(prefix="friedman_") as tmp:
-        spec["out_json"] = str(Path(tmp) / "result.json")
-        spec["out_npz"] = str(rdir / f"{key}.npz")
-        cmd = [sys.executable, "-m", "benchmarks.friedman", "--worker", json.dumps(spec)]
-        env = dict(os.environ)
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(var, "1")  # no BLAS oversubscription on top of the chain processes
-        log = rdir / "logs" / f"{key}.log"
-        mon = run_child(cmd, log, timeout_s=args.timeout_min * 60, env=env, cwd=ROOT)
-        out_json = Path(spec["out_json"])
-        if out_json.exists():
-            res = json.loads(out_json.read_text())
-        else:
-            res = {"spec": {k: v for k, v in spec.items() if not k.startswith("out_")}, "status": "error"}
-            why = "timed out" if mon["timed_out"] else f"child exited with code {mon['returncode']}"
-            res["error"] = f"{why}; log tail:\n{tail(log)}"
-    res.update(mon)
-    # average number of cores used by *other* processes while this configuration ran
-    ours = max(res.get("own_cpu_s") or 0.0, mon["tree_cpu_s_polled"]) + mon["parent_cpu_s"]
-    res["other_load_cores"] = max(0.0, (mon["machine_busy_cpu_s"] - ours) / mon["elapsed_s"])
+    res = harness.run_worker(MODULE, spec, results_dir(args) / "logs" / f"{key}.log", args.timeout_min * 60)
     res["key"] = key
-    res["measured_at"] = utc_now()
-    res["machine"] = machine_info()
-    res["versions"] = package_versions()
-    res["git"] = git_state(ROOT)
-    res["log"] = str(log)
-    res["_source"] = "run"
+    res.update(harness.environment())  # saved results outlive this run: each keeps its own environment
     if res.get("status") == "ok":
-        tosave = {k: v for k, v in res.items() if not k.startswith("_")}
-        dump_json(tosave, saved)
+        harness.save_json(res, saved)
     else:
-        npz = Path(spec["out_npz"])
-        if npz.exists():
-            npz.unlink()
-    return res
+        saved.with_suffix(".npz").unlink(missing_ok=True)
+    return dict(res, source="run")
 
 
-def load_saved(sampler, n, m, args) -> dict | None:
-    tune, draws, _ = plan_iters(sampler, n, m, args)
-    p = results_dir(args) / f"{config_key(sampler, n, m, tune, draws, args)}.json"
-    if p.exists():
-        res = json.loads(p.read_text())
-        res["_source"] = "saved"
-        return res
-    return None
+def load_saved(sampler: str, n: int, m: int, args) -> dict | None:
+    p = results_dir(args) / f"{config_key(sampler, n, m, args)}.json"
+    return dict(harness.load_json(p), source="saved") if p.exists() else None
 
 
-# --------------------------------------------------------------------------- derived numbers
+def describe(res: dict) -> str:
+    return f"wall {res['wall_s']:.1f} s, RMSE {res['rmse_test']:.3f}, sigma {res['sigma_mean']:.3f}"
 
 
-def derived(res: dict, args) -> dict:
-    """Table numbers for one result, incl. extrapolation of reduced runs."""
+# =========================================================================== report
+
+
+def ms_per_sweep(res: dict) -> tuple[float, str]:
+    """Wall time per sweep (per chain when the chains ran in parallel) and the mode, 'par' or 'seq'."""
     spec = res["spec"]
     it = spec["tune"] + spec["draws"]
-    chains = spec["chains"]
-    parallel = bool(res.get("parallel_chains"))
-    wall = res["wall_s"]
-    d = {"wall_s": wall, "mode": "par" if parallel else "seq", "extrapolated": False}
-    rf = spec.get("reduced_from")
-    if rf:  # shortened run: extrapolate the wall time to the full length
-        full_it = rf[0] + rf[1]
-        samp = res.get("sampling_s") or wall
-        setup = max(0.0, wall - samp)
-        d["wall_s"] = setup + samp * full_it / it
-        d["extrapolated"] = True
-        d["measured_wall_s"] = wall
-        d["measured_setup_s"] = setup
-        d["measured_sampling_s"] = samp
-        it = full_it
-    if parallel:
-        rounds = math.ceil(chains / max(1, spec.get("cores", 1)))
-        d["ms_per_sweep"] = d["wall_s"] / (rounds * it) * 1e3
-    else:
-        d["ms_per_sweep"] = d["wall_s"] / (chains * it) * 1e3
-    return d
+    if res.get("parallel_chains"):
+        rounds = math.ceil(spec["chains"] / max(1, spec.get("cores", 1)))
+        return res["wall_s"] / (rounds * it) * 1e3, "par"
+    return res["wall_s"] / (spec["chains"] * it) * 1e3, "seq"
 
 
-def markdown_report(results: list[dict], args, argv: list[str]) -> str:
-    refs = {}
-    for r in results:
-        if r.get("status") == "ok" and r["spec"]["sampler"] in REFERENCES:
-            refs[(r["spec"]["sampler"], r["spec"]["n"], r["spec"]["m"])] = derived(r, args)["wall_s"], r["rmse_test"]
+def _ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
 
-    def ratio(a, b):
-        return None if a is None or b is None or b == 0 else a / b
 
-    headers = [
-        "sampler",
-        "n",
-        "m",
-        "iterations run",
-        "wall s",
-        "ms / sweep",
-        "ESS/s σ",
-        "min ESS/s f",
-        "test RMSE",
-        "mean σ",
-        "peak mem MB",
-        "wall ÷ pymc-bart",
-        "wall ÷ stochtree",
-        "RMSE ÷ pymc-bart",
-        "RMSE ÷ stochtree",
-        "notes",
+def _label(r: dict) -> str:
+    return LABELS.get(r["spec"]["sampler"], r["spec"]["sampler"])
+
+
+def _notes(r: dict) -> str:
+    if r.get("status") != "ok":
+        return f"**{r.get('status')}**: {(r.get('error') or r.get('status') or 'failed').splitlines()[0]}"
+    notes = {
+        "reused": f"reused saved result ({r.get('measured_at', '?')})",
+        "saved": f"saved result, not rerun ({r.get('measured_at', '?')})",
+    }
+    return "; ".join(n for n in (notes.get(r.get("source")), harness.contention_note(r)) if n)
+
+
+def _main_table(results: list[dict]) -> str:
+    refs = {
+        (r["spec"]["sampler"], r["spec"]["n"], r["spec"]["m"]): r
+        for r in results
+        if r.get("status") == "ok" and r["spec"]["sampler"] in REFERENCES
+    }
+
+    def vs(ref: str, key: str):
+        """This row's ``key`` divided by the reference's at the same (n, m); 1 in the reference's own row."""
+
+        def cell(r):
+            if r["spec"]["sampler"] == ref:
+                return "1"
+            other = refs.get((ref, r["spec"]["n"], r["spec"]["m"]), {})
+            return fmt(_ratio(r[key], other.get(key)))
+
+        return harness.if_ok(cell)
+
+    def sweep(r):
+        ms, mode = ms_per_sweep(r)
+        return f"{fmt(ms)} ({mode})"
+
+    ok = harness.if_ok
+    columns = [
+        ("sampler", _label),
+        ("n", lambda r: r["spec"]["n"]),
+        ("m", lambda r: r["spec"]["m"]),
+        ("iterations run", lambda r: f"{r['spec']['chains']}×({r['spec']['tune']}+{r['spec']['draws']})"),
+        ("wall s", ok(lambda r: fmt(r["wall_s"]))),
+        ("ms / sweep", ok(sweep)),
+        ("ESS/s σ", ok(lambda r: fmt(r["ess_per_s_sigma"]))),
+        ("min ESS/s f", ok(lambda r: fmt(r["min_ess_per_s_f"]))),
+        ("test RMSE", ok(lambda r: fmt(r["rmse_test"]))),
+        ("mean σ", ok(lambda r: fmt(r["sigma_mean"]))),
+        ("peak mem MB", ok(lambda r: fmt(r.get("peak_pss_sum_mb")))),
+        ("wall ÷ pymc-bart", vs("pymc-bart", "wall_s")),
+        ("wall ÷ stochtree", vs("stochtree", "wall_s")),
+        ("RMSE ÷ pymc-bart", vs("pymc-bart", "rmse_test")),
+        ("RMSE ÷ stochtree", vs("stochtree", "rmse_test")),
+        ("notes", _notes),
     ]
-    rows = []
-    footnotes = []
-    for r in results:
-        spec = r["spec"]
-        s, n, m = spec["sampler"], spec["n"], spec["m"]
-        label = LABELS.get(s, s)
-        iters = f"{spec['chains']}×({spec['tune']}+{spec['draws']})"
-        notes = []
-        if r.get("_source") == "reused":
-            notes.append(f"reused saved result ({r.get('measured_at', '?')})")
-        elif r.get("_source") == "saved":
-            notes.append(f"saved result, not rerun ({r.get('measured_at', '?')})")
-        if r.get("status") != "ok":
-            err = (r.get("error") or r.get("status") or "failed").splitlines()[0]
-            rows.append([label, n, m, iters] + ["—"] * 11 + [f"**{r.get('status')}**: {err}"])
-            continue
-        d = derived(r, args)
-        wall_cell = fmt(d["wall_s"])
-        if d["extrapolated"]:
-            mark = "".join("⁰¹²³⁴⁵⁶⁷⁸⁹"[int(ch)] for ch in str(len(footnotes) + 1))
-            wall_cell = f"≈{wall_cell} (est.){mark}"
-            footnotes.append(
-                f"{mark} {label}, n={n}, m={m}: the full {spec['chains']}×({spec['reduced_from'][0]}+"
-                f"{spec['reduced_from'][1]}) run would exceed the time budget, so {iters} was run: "
-                f"{fmt(d['measured_wall_s'])} s wall ({fmt(d['measured_setup_s'])} s model build/compile + "
-                f"{fmt(d['measured_sampling_s'])} s sampling). Wall time (and ms/sweep from it) is extrapolated as "
-                f"build + sampling × {sum(spec['reduced_from'])}/{spec['tune'] + spec['draws']}; ESS/s (ESS of the "
-                f"{spec['chains']}×{spec['draws']} draws ÷ measured wall), RMSE and σ are measured on the shorter run."
-            )
-            notes.append(f"shortened run{mark}")
-        other = r.get("other_load_cores")
-        if other is not None and other > CONTENTION_WARN_CORES:
-            notes.append(f"⚠ other processes used {other:.1f} cores on average during this run: timings inflated")
-        rp = refs.get(("pymc-bart", n, m), (None, None))
-        rs = refs.get(("stochtree", n, m), (None, None))
-        mem = r.get("peak_pss_sum_mb")
-        rows.append(
-            [
-                label,
-                n,
-                m,
-                iters,
-                wall_cell,
-                f"{fmt(d['ms_per_sweep'])} ({d['mode']})",
-                fmt(r["ess_per_s_sigma"]),
-                fmt(r["min_ess_per_s_f"]),
-                fmt(r["rmse_test"]),
-                fmt(r["sigma_mean"]),
-                fmt(mem),
-                fmt(ratio(d["wall_s"], rp[0])) if s != "pymc-bart" else "1",
-                fmt(ratio(d["wall_s"], rs[0])) if s != "stochtree" else "1",
-                fmt(ratio(r["rmse_test"], rp[1])) if s != "pymc-bart" else "1",
-                fmt(ratio(r["rmse_test"], rs[1])) if s != "stochtree" else "1",
-                "; ".join(notes),
-            ]
-        )
+    return harness.column_table(columns, results)
 
-    dheaders = [
-        "sampler",
-        "n",
-        "m",
-        "measured",
-        "wall s (as run)",
-        "sampling s",
-        "predict s",
-        "BART step ms (sampler stat `time`, median)",
-        "bulk ESS σ",
-        "min / median bulk ESS f",
-        "R-hat σ / max R-hat f",
-        "σ mean per chain",
-        "corr of chains' σ traces",
-        "peak PSS / RSS sum MB",
-        "max RSS one proc MB",
-        "other procs' load (cores)",
+
+def _details(results: list[dict]) -> str:
+    columns = [
+        ("sampler", _label),
+        ("n", lambda r: r["spec"]["n"]),
+        ("m", lambda r: r["spec"]["m"]),
+        ("measured", lambda r: r.get("measured_at", "?")),
+        ("wall s (as run)", lambda r: fmt(r["wall_s"])),
+        ("sampling s", lambda r: fmt(r.get("sampling_s"))),
+        ("predict s", lambda r: fmt(r.get("predict_s"))),
+        ("BART step ms (sampler stat `time`, median)", lambda r: fmt(r.get("step_time_ms_median"))),
+        ("bulk ESS σ", lambda r: fmt(r["ess_bulk_sigma"])),
+        ("min / median bulk ESS f", lambda r: f"{fmt(r['ess_bulk_f_min'])} / {fmt(r['ess_bulk_f_median'])}"),
+        ("R-hat σ / max R-hat f", lambda r: f"{fmt(r.get('rhat_sigma'))} / {fmt(r.get('rhat_f_max'))}"),
+        ("σ mean per chain", lambda r: ", ".join(fmt(v) for v in r["sigma_mean_per_chain"])),
+        ("corr of chains' σ traces", lambda r: fmt(r.get("sigma_chain_corr"))),
+        ("peak PSS / RSS sum MB", lambda r: f"{fmt(r.get('peak_pss_sum_mb'))} / {fmt(r.get('peak_rss_sum_mb'))}"),
+        ("max RSS one proc MB", lambda r: fmt(max(r.get("maxrss_self_mb", 0), r.get("maxrss_children_mb", 0)))),
+        ("other procs' load (cores)", lambda r: fmt(r.get("other_load_cores"))),
     ]
-    drows = []
-    for r in results:
-        if r.get("status") != "ok":
-            continue
-        spec = r["spec"]
-        drows.append(
-            [
-                LABELS.get(spec["sampler"], spec["sampler"]),
-                spec["n"],
-                spec["m"],
-                r.get("measured_at", "?"),
-                fmt(r["wall_s"]),
-                fmt(r.get("sampling_s")),
-                fmt(r.get("predict_s")),
-                fmt(r.get("step_time_ms_median")),
-                fmt(r["ess_bulk_sigma"]),
-                f"{fmt(r['ess_bulk_f_min'])} / {fmt(r['ess_bulk_f_median'])}",
-                f"{fmt(r.get('rhat_sigma'))} / {fmt(r.get('rhat_f_max'))}",
-                ", ".join(fmt(v) for v in r["sigma_mean_per_chain"]),
-                fmt(r.get("sigma_chain_corr")),
-                f"{fmt(r.get('peak_pss_sum_mb'))} / {fmt(r.get('peak_rss_sum_mb'))}",
-                fmt(max(r.get("maxrss_self_mb", 0), r.get("maxrss_children_mb", 0))),
-                fmt(r.get("other_load_cores")),
-            ]
-        )
+    ok = [r for r in results if r.get("status") == "ok"]
+    return harness.column_table(columns, ok) if ok else "(no successful runs)"
 
-    mi = machine_info()
-    vers = package_versions()
-    vtxt = ", ".join(f"{k} {v}" for k, v in vers.items() if v) or "?"
-    missing = [k for k, v in vers.items() if not v]
+
+def render(saved: dict) -> str:
+    """The markdown report of a saved run."""
+    st, results = saved["settings"], saved["results"]
     sizes = sorted({r["spec"]["n"] for r in results})
-    title = "Friedman #1 benchmark" + (" (--quick smoke test)" if args.quick else "")
-    lines = [
-        f"# {title}",
-        "",
-        f"Generated {utc_now()} by `python -m benchmarks.friedman {' '.join(shlex.quote(a) for a in argv)}`.",
-        "",
-        f"* Machine: {mi['nproc']} CPUs ({mi['cpu_model']}), {mi['ram_gb']} GB RAM, "
-        f"Python {mi['python']}, {mi['platform']}.",
-        f"* Versions: {vtxt}." + (f" Not installed: {', '.join(missing)}." if missing else ""),
+    title = "Friedman #1 benchmark" + (" (--quick smoke test)" if st["quick"] else "")
+    lines = harness.header_lines(title, saved["meta"], harness.CORE_PACKAGES + harness.PEER_PACKAGES, runs=results)
+    lines += [
         f"* Data: y = 10 sin(π x1 x2) + 20 (x3 − 0.5)² + 10 x4 + 5 x5 + N(0, 1), 10 covariates iid U(0, 1) "
-        f"(x6..x10 noise), n ∈ {sizes}; training data seeded by (seed={args.seed}, n), so all samplers and both m "
-        f"see the same data. Test set: {N_TEST} fresh rows (seed {args.seed}, shared across n), noise-free f. "
+        f"(x6..x10 noise), n ∈ {sizes}; training data seeded by (seed={st['seed']}, n), so all samplers and both m "
+        f"see the same data. Test set: {N_TEST} fresh rows (seed {st['seed']}, shared across n), noise-free f. "
         f"ESS of f is computed at the first {N_ESS} test rows.",
-        f"* Chains: {args.chains}. PyMC arms (pmt, pymc-bart): `pm.sample(tune, draws, chains={args.chains}, "
-        f"cores={args.cores}, random_seed={args.seed}, compute_convergence_checks=False)`, σ ~ HalfNormal(sd(y)), "
+        f"* Chains: {st['chains']}. PyMC arms (pmt, pymc-bart): `pm.sample(tune, draws, chains={st['chains']}, "
+        f"cores={st['cores']}, random_seed={st['seed']}, compute_convergence_checks=False)`, σ ~ HalfNormal(sd(y)), "
         "y ~ Normal(mu, σ), σ sampled by NUTS; BART with default α=0.95, β=2 (pmt: k=2); pymc-bart uses its "
         "default PGBART step (10 particles, 10% of trees per step). stochtree: `BARTModel.sample(num_gfr=0, "
-        f"num_burnin=tune, num_mcmc=draws, general_params={{num_chains: {args.chains}, random_seed: {args.seed}, "
-        f"num_threads: {args.stochtree_threads}}}, mean_forest_params={{num_trees: m}})`, all other stochtree "
+        f"num_burnin=tune, num_mcmc=draws, general_params={{num_chains: {st['chains']}, random_seed: {st['seed']}, "
+        f"num_threads: {st['stochtree_threads']}}}, mean_forest_params={{num_trees: m}})`, all other stochtree "
         "defaults (standardised y, IG(0, 0) prior on σ², leaf-scale sampling on, cutpoint grid 100, "
         "min 5 obs per leaf, max depth 10); chains run one after the other in one process.",
         "",
         "Columns: **wall s** = whole fit (PyMC: model build + `pm.sample` incl. compilation and chain processes; "
         "stochtree: `BARTModel().sample(...)`), excluding data generation, imports, test-set prediction and ESS. "
         "**ms / sweep** = wall ÷ (tune + draws) when the chains run in parallel (`par`, per-chain figure: "
-        f"{args.chains} chains on {args.cores} cores), wall ÷ (chains × (tune + draws)) when they run one after the "
+        f"{st['chains']} chains on {st['cores']} cores), wall ÷ (chains × (tune + draws)) when they run one after the "
         "other (`seq`); a sweep updates every tree once (pymc-bart's PGBART only updates 10% of the trees per step). "
         "**ESS/s σ** = bulk ESS of σ over all chains ÷ wall s; **min ESS/s f** = min over the 25 test points of the "
         "bulk ESS of f(x) ÷ wall s (bulk ESS = rank-normalised split-chain ESS, `arviz_stats.base.array_stats.ess("
@@ -602,15 +413,11 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
         "tree (child + chain workers + pymc-bart's Manager process), polled every 0.25 s with psutil; PSS splits "
         "pages shared by forked chain workers, the details table also gives the summed RSS and the largest "
         "single process (getrusage). Ratios < 1 mean smaller (faster / more accurate) than the reference. "
-        f"Runs during which other processes on the machine used more than {CONTENTION_WARN_CORES} cores on average "
-        "(machine-wide busy CPU time minus the run's own CPU time) are flagged ⚠.",
+        f"Runs during which other processes on the machine used more than {harness.CONTENTION_WARN_CORES} cores on "
+        "average (machine-wide busy CPU time minus the run's own CPU time) are flagged ⚠.",
         "",
-        md_table(headers, rows),
+        _main_table(results),
         "",
-    ]
-    if footnotes:
-        lines += footnotes + [""]
-    lines += [
         "Notes:",
         "",
         "* pymc-bart 0.13.1 (Rust backend `bartrs` 0.4.0) ignores `random_seed` for the trees: PGBART draws "
@@ -625,31 +432,25 @@ def markdown_report(results: list[dict], args, argv: list[str]) -> str:
         "",
         "## Details",
         "",
-        md_table(dheaders, drows) if drows else "(no successful runs)",
+        _details(results),
         "",
         f"Raw per-run JSON (+ .npz with σ draws, f draws at the 25 ESS points and the posterior mean of f) in "
-        f"`{results_dir(args).relative_to(ROOT) if results_dir(args).is_relative_to(ROOT) else results_dir(args)}/`.",
+        f"`{st['results_dir']}/`.",
         "",
     ]
-    errs = [r for r in results if r.get("status") not in ("ok", None) and r.get("status") != "import-error"]
-    for r in errs:
-        lines += [f"Error in {r.get('key', r['spec'])}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
+    for r in results:
+        if r.get("status") not in ("ok", None):
+            lines += [f"Error in {r.get('key', r['spec'])}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
+    lines += [harness.source_line(saved["meta"]), ""]
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- CLI
+# =========================================================================== CLI
 
 
-def _int_list(s: str) -> list[int]:
-    return [int(x) for x in s.split(",") if x.strip()]
-
-
-def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m benchmarks.friedman", description=__doc__.split("\n\n")[0])
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke test: n=300, m=20, 100 tune + 100 draws")
-    p.add_argument(
-        "--out", default=None, help="markdown output (default docs/benchmarks.md, --quick: docs/benchmarks-quick.md)"
-    )
     p.add_argument("--samplers", default=",".join(DEFAULT_SAMPLERS), help=f"comma list from {ALL_SAMPLERS}")
     p.add_argument("--sizes", default=None, help="comma list of n (default 1000,10000; --quick: 300)")
     p.add_argument("--trees", default=None, help="comma list of m (default 50,200; --quick: 20)")
@@ -663,106 +464,67 @@ def parse_args(argv):
     )
     p.add_argument("--stochtree-threads", type=int, default=1, help="stochtree num_threads (default 1)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    p.add_argument(
-        "--reuse", action="store_true", help="load saved JSON for configurations already measured instead of rerunning"
-    )
+    p.add_argument("--reuse", action="store_true", help="load saved results of configurations already measured")
     p.add_argument(
         "--rerun-contended",
         action="store_true",
         help="with --reuse: rerun saved configurations flagged as measured while other processes were busy",
     )
     p.add_argument(
-        "--shorten",
-        action="append",
-        default=[],
-        metavar="SAMPLER:N:M:TUNE:DRAWS",
-        help="run this configuration with TUNE+DRAWS instead of 1000+1000 and extrapolate its wall time "
-        "(marked in the table); repeatable, e.g. --shorten pymc-bart:10000:200:200:200",
-    )
-    p.add_argument("--no-reduce", action="store_true", help="ignore --shorten / built-in shortened runs")
-    p.add_argument(
         "--no-saved-refs",
         action="store_true",
-        help="do not add saved pymc-bart/stochtree results for references not selected",
+        help="do not add saved results of samplers not selected (references, slower pmt arms)",
     )
-    p.add_argument("--results-dir", default=str(RESULTS_DIR))
-    p.add_argument("--timeout-min", type=float, default=90.0, help="kill a configuration after this many minutes")
-    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--results-dir", default=str(harness.RESULTS_DIR), help="where per-configuration results are kept")
+    harness.add_harness_args(p, timeout_min=90.0)
     args = p.parse_args(argv)
-    if args.worker is None:
-        args.samplers = [s.strip() for s in args.samplers.split(",") if s.strip()]
-        bad = [s for s in args.samplers if s not in ALL_SAMPLERS]
-        if bad:
-            p.error(f"unknown sampler(s) {bad}; choose from {ALL_SAMPLERS}")
-        args.sizes = _int_list(args.sizes) if args.sizes else ([300] if args.quick else [1000, 10000])
-        args.trees = _int_list(args.trees) if args.trees else ([20] if args.quick else [50, 200])
-        if args.tune is None:
-            args.tune = 100 if args.quick else 1000
-        if args.draws is None:
-            args.draws = 100 if args.quick else 1000
-        for item in args.shorten:
-            try:
-                s, n, m, t, d = item.split(":")
-                if s not in ALL_SAMPLERS:
-                    raise ValueError(s)
-                REDUCED_RUNS[(s, int(n), int(m))] = (int(t), int(d))
-            except ValueError:
-                p.error(f"--shorten expects SAMPLER:N:M:TUNE:DRAWS, got {item!r}")
-        if args.out is None:
-            args.out = "docs/benchmarks-quick.md" if args.quick else "docs/benchmarks.md"
+    harness.resolve_report_paths(args, "benchmarks-quick" if args.quick else "benchmarks")
+    if args.worker is not None or args.render_only:
+        return args
+    args.samplers = harness.choice_list(args.samplers, ALL_SAMPLERS, p, "sampler(s)")
+    args.sizes = harness.int_list(args.sizes) if args.sizes else ([300] if args.quick else [1000, 10000])
+    args.trees = harness.int_list(args.trees) if args.trees else ([20] if args.quick else [50, 200])
+    args.tune = args.tune if args.tune is not None else (100 if args.quick else 1000)
+    args.draws = args.draws if args.draws is not None else (100 if args.quick else 1000)
+    rd = Path(args.results_dir)
+    args.results_dir = rd if rd.is_absolute() else harness.ROOT / rd
     return args
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.worker is not None:
-        return worker_main(args.worker)
+        return harness.worker_main(args.worker, worker_body)
+    if args.render_only:
+        return harness.rerender(args.json, args.out)
 
     configs = [(s, n, m) for n in args.sizes for m in args.trees for s in args.samplers]
     results = []
-    t_all = time.perf_counter()
     for i, (s, n, m) in enumerate(configs, 1):
-        tune, draws, reduced = plan_iters(s, n, m, args)
-        print(
-            f"[{i}/{len(configs)}] {s} n={n} m={m} {args.chains}x({tune}+{draws})"
-            + (" (shortened)" if reduced else "")
-            + " ...",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"[{i}/{len(configs)}] {s} n={n} m={m} {args.chains}x({args.tune}+{args.draws}) ...", file=sys.stderr)
         t0 = time.perf_counter()
-        res = run_config(s, n, m, args)
-        msg = res.get("status")
-        if msg == "ok":
-            msg += f", wall {res['wall_s']:.1f} s, RMSE {res['rmse_test']:.3f}, sigma {res['sigma_mean']:.3f}"
-        else:
-            if res.get("error"):
-                msg += ": " + res["error"].splitlines()[0]
-        print(f"    {msg} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-        results.append(res)
-
-    if not args.no_saved_refs:  # make the ratio columns available without rerunning the references
+        results.append(run_config(s, n, m, args))
+        harness.print_status(results[-1], describe, t0)
+    if not args.no_saved_refs:  # the ratio columns and the slower arms without rerunning them
         for n in args.sizes:
             for m in args.trees:
-                # saved rows of the references and of the slower pmt arms measured at selected sizes only
-                extra = [s for s in ALL_SAMPLERS if s not in DEFAULT_SAMPLERS]
-                for ref in REFERENCES + extra:
-                    if ref not in args.samplers:
-                        saved = load_saved(ref, n, m, args)
+                for s in ALL_SAMPLERS:
+                    if s not in args.samplers and (s in REFERENCES or s not in DEFAULT_SAMPLERS):
+                        saved = load_saved(s, n, m, args)
                         if saved is not None:
                             results.append(saved)
     order = {s: i for i, s in enumerate(ALL_SAMPLERS)}
     results.sort(key=lambda r: (r["spec"]["n"], r["spec"]["m"], order.get(r["spec"]["sampler"], 99)))
-
-    report = markdown_report(results, args, argv)
-    out = Path(args.out)
-    if not out.is_absolute():
-        out = ROOT / out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report)
-    print(report)
-    print(f"wrote {out} ({time.perf_counter() - t_all:.0f} s total)", file=sys.stderr)
+    settings = {k: getattr(args, k) for k in ("quick", "samplers", "sizes", "trees", "tune", "draws", "chains")}
+    settings.update(
+        cores=args.cores,
+        stochtree_threads=args.stochtree_threads,
+        seed=args.seed,
+        results_dir=harness.rel(results_dir(args)),
+    )
+    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
+    print(harness.publish(saved, render))
     return 0
 
 

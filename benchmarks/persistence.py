@@ -1,47 +1,50 @@
 """Trace size, peak memory and prediction time of stored forests, against pymc-bart (issue 5).
 
     python -m benchmarks.persistence [--n 10000] [--m 200] [--tune 1000] [--draws 1000]
-                                     [--new-rows 100000] [--predict-draws 100] [--quick]
+        [--new-rows 100000] [--predict-draws 100] [--arms pymc-treesamplers,pymc-bart] [--quick]
+        [--out docs/persistence.md] [--json PATH] [--timeout-min 40]
+    python -m benchmarks.persistence --render-only [--quick | --json PATH]
 
-Fits Friedman #1 (``benchmarks.common.friedman1_data``) with 2 chains on 2 cores, once with
-``pmt.CGMStep`` and once with pymc-bart's default step, each in its own process whose whole
-process tree is polled for peak memory (PSS). Then, in that process: the bytes of the stored
-forests (the ``mu_forest`` sample stat: the base64 text, and the Python ``str`` objects holding it)
-against the bytes of the posterior of ``mu`` itself; the netCDF file size of the InferenceData;
-whether predictions can be made after a netCDF round trip; and the time to predict ``--new-rows``
-new rows with ``--predict-draws`` posterior draws (evenly thinned), reported per draw and
-extrapolated to all draws. Writes ``docs/persistence.md`` and ``benchmarks/results/persistence.json``.
+Fits Friedman #1 (``pymc_treesamplers.datasets.friedman1_train_test``) with 2 chains on 2 cores,
+once with ``pmt.CGMStep`` and once with pymc-bart's default step, each arm in its own process
+whose whole process tree is polled for peak memory (PSS). Then, in that process: the bytes of the
+stored forests (the ``mu_forest`` sample stat: the base64 text, and the Python ``str`` objects
+holding it) against the bytes of the posterior of ``mu`` itself; the netCDF file size of the
+InferenceData; whether predictions can be made after a netCDF round trip; and the time to predict
+``--new-rows`` new rows with ``--predict-draws`` posterior draws (evenly thinned), reported per
+draw and extrapolated to all draws. An arm that is not rerun keeps its saved numbers.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
 
-from .common import dump_json, friedman1_data, git_state, machine_info, package_versions, run_child, tail, utc_now
+from benchmarks import harness
+from benchmarks.instrument import stat
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 MODULE = "benchmarks.persistence"
 ARMS = ("pymc-treesamplers", "pymc-bart")
+
+
+# =========================================================================== worker
 
 
 def _fit(arm: str, spec: dict):
     import pymc as pm
 
+    from pymc_treesamplers.datasets import friedman1_train_test
+
     if arm == "pymc-bart":
         import pymc_bart as pkg
     else:
         import pymc_treesamplers as pkg
-    X, y, _, _, _ = friedman1_data(spec["n"], spec["seed"])
+    X, y, _, _, _ = friedman1_train_test(spec["n"], spec["seed"])
     with pm.Model():
         mu = pkg.BART("mu", X, y, m=spec["m"])
         sigma = pm.HalfNormal("sigma", float(y.std()))
@@ -59,15 +62,14 @@ def _fit(arm: str, spec: dict):
             compute_convergence_checks=False,
         )
         wall = time.perf_counter() - t
-    return pkg, mu, idata, wall
+    return pkg, mu, idata, wall, X
 
 
-def _predict_timing(arm, pkg, mu, idata, spec) -> dict:
+def _predict_timing(arm: str, pkg, mu, idata, spec: dict) -> dict:
     """Seconds to predict ``new_rows`` rows with ``predict_draws`` draws (evenly thinned)."""
     X_new = np.random.default_rng(7).uniform(size=(spec["new_rows"], 10))
     n_draws = idata.posterior.sizes["draw"]
-    k = max(1, spec["predict_draws"] // 2)  # per chain
-    keep = np.linspace(0, n_draws - 1, k).round().astype(int)
+    keep = np.linspace(0, n_draws - 1, max(1, spec["predict_draws"] // 2)).round().astype(int)  # per chain
     if arm == "pymc-treesamplers":
         sub = idata.isel(draw=keep)
         pkg.predict(sub, X_new[:10], "mu")  # compile / load the numba cache outside the timing
@@ -94,101 +96,68 @@ def _predict_timing(arm, pkg, mu, idata, spec) -> dict:
     }
 
 
-def worker(spec: dict) -> int:
-    import resource
-
-    out = {"spec": spec}
-    try:
-        arm = spec["arm"]
-        pkg, mu, idata, wall = _fit(arm, spec)
-        out["wall_s"] = wall
-        post_mu = idata.posterior["mu"].values
-        out["mu_posterior_bytes"] = int(post_mu.nbytes)
+def worker_body(spec: dict) -> dict:
+    arm = spec["arm"]
+    pkg, mu, idata, wall, X = _fit(arm, spec)
+    post_mu = idata.posterior["mu"].values
+    out = {"wall_s": wall, "mu_posterior_bytes": int(post_mu.nbytes)}
+    if arm == "pymc-treesamplers":
+        enc = idata.sample_stats["mu_forest"].values.reshape(-1)
+        out["forest_text_bytes"] = int(sum(len(s) for s in enc))
+        out["forest_str_objects_bytes"] = int(sum(sys.getsizeof(s) for s in enc))
+        out["mean_leaves_per_tree"] = float(stat(idata.sample_stats, "n_leaves").mean())
+        out["bytes_per_tree"] = out["forest_text_bytes"] / (enc.size * spec["m"])
+    else:
+        out["stored_histories"] = len(mu.owner.op.all_trees)  # per chain, in process memory only
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fit.nc"
+        idata.to_netcdf(path)
+        out["netcdf_bytes"] = path.stat().st_size
         if arm == "pymc-treesamplers":
-            enc = idata.sample_stats["mu_forest"].values.reshape(-1)
-            out["forest_text_bytes"] = int(sum(len(s) for s in enc))
-            out["forest_str_objects_bytes"] = int(sum(sys.getsizeof(s) for s in enc))
-            leaves = idata.sample_stats["n_leaves"].values
-            out["mean_leaves_per_tree"] = float(leaves.mean())
-            out["bytes_per_tree"] = out["forest_text_bytes"] / (enc.size * spec["m"])
+            import arviz as az
+
+            again = az.from_netcdf(path)
+            out["predict_after_reload_reproduces_draws"] = bool(np.array_equal(pkg.predict(again, X, "mu"), post_mu))
         else:
-            out["stored_histories"] = len(mu.owner.op.all_trees)  # per chain, in process memory only
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "fit.nc"
-            idata.to_netcdf(path)
-            out["netcdf_bytes"] = path.stat().st_size
-            if arm == "pymc-treesamplers":
-                import arviz as az
-
-                again = az.from_netcdf(path)
-                X, _, _, _, _ = friedman1_data(spec["n"], spec["seed"])
-                same = np.array_equal(pkg.predict(again, X, "mu"), post_mu)
-                out["predict_after_reload_reproduces_draws"] = bool(same)
-            else:
-                out["predict_after_reload_reproduces_draws"] = False  # trees live on the Op, not in the file
-        out.update(_predict_timing(arm, pkg, mu, idata, spec))
-        out["status"] = "ok"
-    except Exception as exc:
-        out.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
-        traceback.print_exc()
-    out["maxrss_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    dump_json(out, Path(spec["out_json"]))
-    return 0
+            out["predict_after_reload_reproduces_draws"] = False  # the trees live on the Op, not in the file
+    out.update(_predict_timing(arm, pkg, mu, idata, spec))
+    return out
 
 
-def run_arm(arm: str, args) -> dict:
-    spec = {
-        "arm": arm,
-        "n": args.n,
-        "m": args.m,
-        "tune": args.tune,
-        "draws": args.draws,
-        "seed": args.seed,
-        "new_rows": args.new_rows,
-        "predict_draws": args.predict_draws,
-    }
-    with tempfile.TemporaryDirectory(prefix="persist_") as tmp:
-        spec["out_json"] = str(Path(tmp) / "r.json")
-        log = RESULTS / "logs" / f"persistence_{arm}.log"
-        env = dict(os.environ)
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(var, "1")
-        cmd = [sys.executable, "-m", MODULE, "--worker", json.dumps(spec)]
-        mon = run_child(cmd, log, timeout_s=args.timeout_min * 60, env=env, cwd=ROOT)
-        p = Path(spec["out_json"])
-        res = json.loads(p.read_text()) if p.exists() else {"status": "error", "error": tail(log)}
-    res.update(mon)
-    res["spec"] = {k: v for k, v in spec.items() if k != "out_json"}
-    res["measured_at"] = utc_now()
-    return res
+# =========================================================================== report
 
 
-def _mb(x):
+def _mb(x) -> str:
     return "—" if x is None else f"{x / 1e6:.1f}"
 
 
-def report(results: dict, args, argv) -> str:
+def _threads(res: dict, meta: dict) -> str:
+    """numba threads of the prediction: as pinned by the harness, else numba's default (all CPUs)."""
+    n = int((res.get("threads") or {}).get("NUMBA_NUM_THREADS") or meta["machine"]["nproc"])
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def render(saved: dict) -> str:
+    """The markdown report of a saved run."""
+    st, results, meta = saved["settings"], saved["results"], saved["meta"]
     ours, theirs = results.get("pymc-treesamplers", {}), results.get("pymc-bart", {})
 
     def row(label, key, fmt):
         cells = [fmt(r[key]) if r.get(key) is not None else "—" for r in (ours, theirs)]
         return f"| {label} | {cells[0]} | {cells[1]} |"
 
-    lines = [
-        "# Stored forests: trace size, memory, prediction time (issue 5)",
-        "",
-        f"Generated {utc_now()} by `python -m {MODULE} {' '.join(argv)}` (git {git_state(ROOT)}).",
-        "",
-        f"* Machine: {machine_info()}",
-        f"* Versions: {package_versions()}",
-        f"* Fit: Friedman #1, n = {args.n}, p = 10, m = {args.m}, 2 chains x ({args.tune} tune + {args.draws} draws), "
-        "cores = 2, sigma ~ HalfNormal(sd(y)); pymc-treesamplers with `CGMStep`, pymc-bart with its default step. "
-        "Each arm runs in its own process; peak memory is the peak of the summed PSS of its process tree "
+    lines = harness.header_lines(
+        "Stored forests: trace size, memory, prediction time (issue 5)", meta, harness.CORE_PACKAGES + ("pymc-bart",)
+    )
+    lines += [
+        f"* Fit: Friedman #1, n = {st['n']}, p = 10, m = {st['m']}, 2 chains x ({st['tune']} tune + {st['draws']} "
+        "draws), cores = 2, sigma ~ HalfNormal(sd(y)); pymc-treesamplers with `CGMStep`, pymc-bart with its default "
+        "step. Each arm runs in its own process; peak memory is the peak of the summed PSS of its process tree "
         "(chain workers included), polled every 0.25 s.",
-        f"* Prediction: {args.new_rows:,} new rows (uniform), {args.predict_draws} posterior draws evenly thinned "
-        "from the 2 chains; pymc-treesamplers via `pmt.predict` (draw-matched, 2 threads), pymc-bart via "
-        "the per-chain `PosteriorSampler.sample_posterior` of its in-memory trees, same draw indices (private API; "
-        "its public route, `pm.sample_posterior_predictive`, picks random draws). Per-draw seconds extrapolated "
+        f"* Prediction: {st['new_rows']:,} new rows (uniform), {st['predict_draws']} posterior draws evenly thinned "
+        f"from the 2 chains; pymc-treesamplers via `pmt.predict` (draw-matched, {_threads(ours, meta)}), pymc-bart "
+        "via the per-chain `PosteriorSampler.sample_posterior` of its in-memory trees, same draw indices (private "
+        "API; its public route, `pm.sample_posterior_predictive`, picks random draws). Per-draw seconds extrapolated "
         "linearly to all draws. Each arm's numbers come from its own latest run (`measured` row).",
         "",
         "| | pymc-treesamplers | pymc-bart |",
@@ -203,14 +172,17 @@ def report(results: dict, args, argv) -> str:
         "in process memory (Rust objects on the Op), not in the trace |",
         row("netCDF file of the InferenceData (MB)", "netcdf_bytes", _mb),
         row("predict after netCDF reload reproduces the posterior draws", "predict_after_reload_reproduces_draws", str),
-        row(f"predict {args.new_rows:,} rows: s per draw", "predict_s_per_draw", "{:.3f}".format),
+        row(f"predict {st['new_rows']:,} rows: s per draw", "predict_s_per_draw", "{:.3f}".format),
         row(
-            f"predict {args.new_rows:,} rows, all {2 * args.draws} draws (extrapolated, s)",
+            f"predict {st['new_rows']:,} rows, all {2 * st['draws']} draws (extrapolated, s)",
             "predict_s_all_draws_extrapolated",
             "{:.0f}".format,
         ),
         "",
     ]
+    notes = [f"* {name}: {note}" for name, r in results.items() if (note := harness.contention_note(r))]
+    if notes:
+        lines += notes + [""]
     if ours.get("status") == "ok":
         ratio = ours["forest_str_objects_bytes"] / ours["mu_posterior_bytes"]
         lines += [
@@ -225,11 +197,13 @@ def report(results: dict, args, argv) -> str:
     for name, r in results.items():
         if r.get("status") != "ok":
             lines += [f"**{name} failed:** `{(r.get('error') or '')[-400:]}`", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + [harness.source_line(meta), ""])
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+# =========================================================================== CLI
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=10000)
     p.add_argument("--m", type=int, default=200)
@@ -238,28 +212,41 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--new-rows", type=int, default=100_000)
     p.add_argument("--predict-draws", type=int, default=100)
-    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma list from {list(ARMS)}")
     p.add_argument("--quick", action="store_true", help="n = 1000, m = 50, 100 + 100 draws, 10^4 new rows")
-    p.add_argument("--timeout-min", type=float, default=40.0)
-    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--render", action="store_true", help="rewrite the report from the saved JSON, without running")
+    harness.add_harness_args(p, timeout_min=40.0)
     args = p.parse_args(argv)
-    if args.worker is not None:
-        return worker(json.loads(args.worker))
+    harness.resolve_report_paths(args, "persistence" + ("-quick" if args.quick else ""))
+    if args.worker is not None or args.render_only:
+        return args
     if args.quick:
         args.n, args.m, args.tune, args.draws, args.new_rows, args.predict_draws = 1000, 50, 100, 100, 10_000, 20
-    suffix = "-quick" if args.quick else ""
-    out_json = RESULTS / f"persistence{suffix}.json"
-    results = json.loads(out_json.read_text())["results"] if out_json.exists() else {}
-    for arm in [] if args.render else args.arms.split(","):
+    args.arms = harness.choice_list(args.arms, ARMS, p, "arm(s)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.worker is not None:
+        return harness.worker_main(args.worker, worker_body)
+    if args.render_only:
+        return harness.rerender(args.json, args.out)
+
+    settings = {k: getattr(args, k) for k in ("quick", "n", "m", "tune", "draws", "seed", "new_rows", "predict_draws")}
+    # arms not rerun keep their saved numbers (from a run with the same settings)
+    previous = harness.load_json(args.json) if args.json.exists() else {}
+    results = previous.get("results", {}) if previous.get("settings") == settings else {}
+    for arm in args.arms:
         print(f"{arm} ...", file=sys.stderr, flush=True)
-        results[arm] = run_arm(arm, args)
-        print(f"  {results[arm].get('status')} ({results[arm].get('elapsed_s', 0):.0f} s)", file=sys.stderr)
-    if not args.render:
-        dump_json({"argv": argv, "results": results}, out_json)
-    text = report(results, args, argv)
-    (ROOT / "docs" / f"persistence{suffix}.md").write_text(text)
-    print(text)
+        spec = {"arm": arm, **{k: settings[k] for k in settings if k != "quick"}}
+        t0 = time.perf_counter()
+        results[arm] = harness.run_worker(
+            MODULE, spec, args.json.parent / "logs" / f"{args.json.stem}_{arm}.log", args.timeout_min * 60
+        )
+        harness.print_status(results[arm], lambda r: f"wall {r['wall_s']:.1f} s", t0)
+    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
+    print(harness.publish(saved, render))
     return 0
 
 

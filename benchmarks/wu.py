@@ -1,15 +1,17 @@
 """One tree on the Wu, Tjelmeland & West (2007) data: do the samplers move between equivalent roots?
 
-    python -m benchmarks.wu [--iters 20000] [--burn 1000] [--sds 0.5,1,0.1,0.01] [--grids range,data] [--quick]
+    python -m benchmarks.wu [--iters 20000] [--burn 1000] [--sds 0.5,1,0.1,0.01] [--grids range,data]
+        [--samplers CT,CT-B,CT-C,GrowPrune,CGM,PG] [--seed 7] [--quick] [--out docs/ct-wu.md] [--json PATH]
+    python -m benchmarks.wu --render-only [--quick | --json PATH]
 
-Data (``../shared/papers/README.md``): n = 300, three covariates; {x1 <= 0.5} and {x3 > 0.5} are
-the same rows, so a root split on x1 and one on x3 explain the data equally well. m = 1,
-alpha = 0.95, beta = 2 (package defaults), sigma fixed at the true noise sd (the tree is the
-only unknown besides its leaves), one chain per (sd, sampler), ``pm.sample(tune=burn,
-draws=iters)``. Reports test MSE of the posterior mean of f (300 fresh points), the minimum bulk
-ESS of the fitted values at 5 training rows, variable activity (share of splits on x1, x2, x3),
-unique trees visited (structure and thresholds), switches of the root variable between x1 and
-x3, and ESS/s. Writes ``docs/ct-wu.md`` and ``benchmarks/results/ct-wu.json``.
+Data (``pymc_treesamplers.datasets.wu_tjelmeland_west``): n = 300, three covariates; {x1 <= 0.5}
+and {x3 > 0.5} are the same rows, so a root split on x1 and one on x3 explain the data equally
+well. m = 1, alpha = 0.95, beta = 2 (package defaults), sigma fixed at the true noise sd (the tree
+is the only unknown besides its leaves), one chain per (grid, sd, sampler), each in its own
+process, ``pm.sample(tune=burn, draws=iters)``. Reports test MSE of the posterior mean of f (300
+fresh points), the minimum bulk ESS of the fitted values at 5 training rows, variable activity
+(share of splits on x1, x2, x3), unique trees visited, switches of the root variable between x1
+and x3, and ESS/s.
 
 Two cut grids (``--grids``), because on this data the grid decides whether a root can move:
 
@@ -23,15 +25,16 @@ Two cut grids (``--grids``), because on this data the grid decides whether a roo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import numpy as np
 
-from .common import bulk_ess, dump_json, git_state, machine_info, package_versions, utc_now
-from .pg_common import RESULTS_DIR, ROOT
+from benchmarks import harness
+from benchmarks.instrument import stat
+from benchmarks.metrics import bulk_ess
 
+MODULE = "benchmarks.wu"
 SAMPLERS = {
     "CT": ("CTBirthDeathStep", {}),
     "CT-B": ("CTBirthDeathStep", {"rotate": True}),
@@ -42,14 +45,20 @@ SAMPLERS = {
 }
 FIT_ROWS = (0, 100, 150, 250, 299)
 GRIDS = {"range": ("range", 100), "data": ("data", 256)}
+GRID_TEXT = {
+    "range": 'Cut grid `range`: `split_points="range", max_bins=100` (99 equally spaced cuts per covariate, '
+    "BayesTree's default `usequants=FALSE, numcut=100`); about 25 cuts fall in the 0.4-0.6 gap of x1 and of x3, "
+    "all giving the same partition.",
+    "data": "Cut grid `data` (package default): cuts between consecutive distinct values (256 quantile bins); "
+    "exactly one cut falls in each gap, so a root cut one code off the gap drags a stray row with it and "
+    "the tree needs an extra split to isolate that row.",
+}
 
 
-def json_load(path):
-    with open(path) as fh:
-        return json.load(fh)
+# =========================================================================== worker
 
 
-def _trace_summary(idata):
+def _trace_summary(idata) -> tuple[np.ndarray, int]:
     """Root variable per draw and the number of distinct partitions of the training rows."""
     from pymc_treesamplers.trace import decode_forest
 
@@ -61,35 +70,43 @@ def _trace_summary(idata):
     return roots, len(seen)
 
 
-def run_one(name: str, sd: float, grid: str, args) -> dict:
+def worker_body(spec: dict) -> dict:
     import pymc as pm
 
     import pymc_treesamplers as pmt
     from pymc_treesamplers.datasets import wu_tjelmeland_west
 
+    sd, name = spec["sd"], spec["sampler"]
     # same seed, same design at every sd (the noise is drawn after the covariates)
-    X, y, _ = wu_tjelmeland_west(300, sd, args.seed)
-    Xt, _, ft = wu_tjelmeland_west(300, sd, args.seed + 1)
+    X, y, _ = wu_tjelmeland_west(300, sd, spec["seed"])
+    Xt, _, ft = wu_tjelmeland_west(300, sd, spec["seed"] + 1)
     cls_name, kw = SAMPLERS[name]
+    split_points, max_bins = GRIDS[spec["grid"]]
     with pm.Model():
-        split_points, max_bins = GRIDS[grid]
         mu = pmt.BART("mu", X, y, m=1, split_points=split_points, max_bins=max_bins)
         pm.Normal("y", mu, sd, observed=y)
-        idata = pm.sample(tune=args.burn, draws=args.iters, chains=1, cores=1, random_seed=args.seed,
-                          step=[getattr(pmt, cls_name)([mu], **kw)], progressbar=False,
-                          compute_convergence_checks=False)
+        run = {"chains": 1, "cores": 1, "random_seed": spec["seed"], "progressbar": False}
+        # untimed warm-up, so that numba compilation / cache loading is not billed to the chain
+        pm.sample(tune=2, draws=2, step=[getattr(pmt, cls_name)([mu], **kw)], compute_convergence_checks=False, **run)
+        idata = pm.sample(
+            tune=spec["burn"],
+            draws=spec["iters"],
+            step=[getattr(pmt, cls_name)([mu], **kw)],
+            compute_convergence_checks=False,
+            **run,
+        )
     secs = float(idata.posterior.attrs["sampling_time"])
     mu_draws = idata.posterior["mu"].values[0]
     ess = min(float(bulk_ess(mu_draws[None, :, r])) for r in FIT_ROWS)
     f_test = pmt.predict(idata, Xt, "mu")[0]
-    counts = np.asarray(idata.sample_stats["split_counts"].values, dtype=float).reshape(-1, X.shape[1])
+    counts = np.asarray(stat(idata.sample_stats, "split_counts").values, dtype=float).reshape(-1, X.shape[1])
     activity = counts.sum(0) / max(counts.sum(), 1.0)
     roots, unique = _trace_summary(idata)
     r13 = roots[(roots == 0) | (roots == 2)]
     return {
         "sampler": name,
         "sd": sd,
-        "grid": grid,
+        "grid": spec["grid"],
         "test_mse": float(np.mean((f_test.mean(0) - ft) ** 2)),
         "min_ess_fit": ess,
         "ess_per_s": ess / secs,
@@ -99,18 +116,15 @@ def run_one(name: str, sd: float, grid: str, args) -> dict:
         "root_x1_share": float(np.mean(r13 == 0)) if r13.size else float("nan"),
         "root_switches": int(np.sum(r13[1:] != r13[:-1])),
         "unique_trees": unique,
-        "mean_leaves": float(idata.sample_stats["n_leaves"].mean()),
+        "mean_leaves": float(stat(idata.sample_stats, "n_leaves").mean()),
     }
 
 
-GRID_TEXT = {
-    "range": "Cut grid `range`: `split_points=\"range\", max_bins=100` (99 equally spaced cuts per covariate, "
-    "BayesTree's default `usequants=FALSE, numcut=100`); about 25 cuts fall in the 0.4-0.6 gap of x1 and of x3, "
-    "all giving the same partition.",
-    "data": "Cut grid `data` (package default): cuts between consecutive distinct values (256 quantile bins); "
-    "exactly one cut falls in each gap, so a root cut one code off the gap drags a stray row with it and "
-    "the tree needs an extra split to isolate that row.",
-}
+# =========================================================================== report
+
+
+def describe(r: dict) -> str:
+    return f"root x1 {r['root_x1_share']:.2f}, switches {r['root_switches']}, ESS {r['min_ess_fit']:.0f}"
 
 
 def _table(results: list[dict]) -> list[str]:
@@ -124,14 +138,15 @@ def _table(results: list[dict]) -> list[str]:
         lines.append(
             f"| {r['sd']:g} | {r['sampler']} | {r['test_mse']:.4g} | {r['min_ess_fit']:.1f} | {r['ess_per_s']:.3g} | "
             f"{a[0]:.2f} / {a[1]:.2f} / {a[2]:.2f} | {r['x1_share_of_x1_x3']:.2f} | {r['root_x1_share']:.2f} | "
-            f"{r['root_switches']} | "
-            f"{r['unique_trees']} | {r['mean_leaves']:.2f} | {r['sampling_s']:.0f} |"
+            f"{r['root_switches']} | {r['unique_trees']} | {r['mean_leaves']:.2f} | {r['sampling_s']:.0f} |"
         )
     lines.append("")
+    warn = [f"* sd {r['sd']:g} {r['sampler']}: {note}" for r in results if (note := harness.contention_note(r))]
+    if warn:
+        lines += warn + [""]
     tgt = [r for r in results if r["sd"] == 0.1]
     if tgt:
-        lines.append("Target at sd 0.1 (x1 share in 0.3-0.7), all splits / root only:")
-        lines.append("")
+        lines += ["Target at sd 0.1 (x1 share in 0.3-0.7), all splits / root only:", ""]
         for r in tgt:
             ok = 0.3 <= r["x1_share_of_x1_x3"] <= 0.7
             ok_root = 0.3 <= r["root_x1_share"] <= 0.7
@@ -143,15 +158,15 @@ def _table(results: list[dict]) -> list[str]:
     return lines
 
 
-def report(results: list[dict], args, argv) -> str:
-    lines = [
-        "# Wu, Tjelmeland & West (2007) data: one tree, equivalent roots on x1 and x3",
-        "",
-        f"Generated {utc_now()} by `python -m benchmarks.wu {' '.join(argv)}` (git {git_state(ROOT)}).",
-        "",
-        f"* Machine: {machine_info()}; versions: {package_versions()}.",
+def render(saved: dict) -> str:
+    """The markdown report of a saved run."""
+    st, results = saved["settings"], saved["results"]
+    lines = harness.header_lines(
+        "Wu, Tjelmeland & West (2007) data: one tree, equivalent roots on x1 and x3", saved["meta"]
+    )
+    lines += [
         f"* n = 300, m = 1, alpha = 0.95, beta = 2, sigma fixed at the true sd; one chain per row, "
-        f"{args.burn} burn-in + {args.iters} kept iterations, seed {args.seed}, root-only start, warm numba "
+        f"{st['burn']} burn-in + {st['iters']} kept iterations, seed {st['seed']}, root-only start, warm numba "
         "cache. The paper's arms: CT (CT-A): birth-death, horizon 1; CT-B: plus one rotate and one pivot move per "
         "tree and draw (`rotate=True`); "
         "CT-C: plus one round of rule moves (`change=True`: CGM change, nog-rule Gibbs, same-bipartition relabel "
@@ -167,48 +182,61 @@ def report(results: list[dict], args, argv) -> str:
         "",
     ]
     for grid in GRIDS:
-        rows = [r for r in results if r.get("grid", "data") == grid]
+        rows = [r for r in results if r.get("status", "ok") == "ok" and r.get("grid", "data") == grid]
         if rows:
             lines += [f"## Grid `{grid}`", "", GRID_TEXT[grid], ""] + _table(rows)
-    return "\n".join(lines)
+    errors = [r for r in results if r.get("status", "ok") != "ok"]
+    for r in errors:
+        lines += [f"Error in {r['spec']}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
+    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(prog="python -m benchmarks.wu", description=__doc__.split("\n\n")[0])
-    p.add_argument("--iters", type=int, default=20000)
-    p.add_argument("--burn", type=int, default=1000)
-    p.add_argument("--sds", default="0.5,1,0.1,0.01")
-    p.add_argument("--samplers", default=",".join(SAMPLERS))
+# =========================================================================== CLI
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p.add_argument("--iters", type=int, default=20000, help="kept draws per chain")
+    p.add_argument("--burn", type=int, default=1000, help="burn-in (tuning) draws per chain")
+    p.add_argument("--sds", default="0.5,1,0.1,0.01", help="noise sds, comma list")
+    p.add_argument("--samplers", default=",".join(SAMPLERS), help=f"comma list from {list(SAMPLERS)}")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--grids", default=",".join(GRIDS), help="cut grids to run: range, data (see module docstring)")
     p.add_argument("--quick", action="store_true", help="2000 + 200 iterations, sd 0.1 only")
-    p.add_argument("--render", action="store_true", help="rewrite the report from the saved JSON, without running")
+    harness.add_harness_args(p, timeout_min=20.0)
     args = p.parse_args(argv)
-    if args.render:
-        saved = json_load(RESULTS_DIR / "ct-wu.json")
-        run_args = p.parse_args(saved["argv"])
-        (ROOT / "docs" / "ct-wu.md").write_text(report(saved["results"], run_args, saved["argv"]))
-        return 0
+    harness.resolve_report_paths(args, "ct-wu" + ("-quick" if args.quick else ""))
+    if args.worker is not None or args.render_only:
+        return args
     if args.quick:
         args.iters, args.burn, args.sds = 2000, 200, "0.1"
+    args.sds = [float(x) for x in args.sds.split(",") if x.strip()]
+    args.samplers = harness.choice_list(args.samplers, SAMPLERS, p, "sampler(s)")
+    args.grids = harness.choice_list(args.grids, GRIDS, p, "grid(s)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.worker is not None:
+        return harness.worker_main(args.worker, worker_body)
+    if args.render_only:
+        return harness.rerender(args.json, args.out)
+
+    settings = {k: getattr(args, k) for k in ("quick", "iters", "burn", "seed", "sds", "samplers", "grids")}
+    runs = [(g, sd, s) for g in args.grids for sd in args.sds for s in args.samplers]
     results = []
-    grids = args.grids.split(",")
-    bad = [g for g in grids if g not in GRIDS]
-    if bad:
-        p.error(f"--grids: unknown grid(s) {bad}; choose from {list(GRIDS)}")
-    runs = [(g, float(x), n) for g in grids for x in args.sds.split(",") for n in args.samplers.split(",")]
-    for grid, sd, name in runs:
-        t = time.perf_counter()
-        results.append(run_one(name, sd, grid, args))
-        r = results[-1]
-        print(f"{grid} sd {sd:g} {name}: root x1 {r['root_x1_share']:.2f}, switches {r['root_switches']}, "
-              f"ESS {r['min_ess_fit']:.0f} ({time.perf_counter() - t:.0f} s)", file=sys.stderr, flush=True)
-    suffix = "-quick" if args.quick else ""
-    dump_json({"argv": argv, "results": results}, RESULTS_DIR / f"ct-wu{suffix}.json")
-    text = report(results, args, argv)
-    (ROOT / "docs" / f"ct-wu{suffix}.md").write_text(text)
-    print(text)
+    for i, (grid, sd, name) in enumerate(runs, 1):
+        print(f"[{i}/{len(runs)}] {grid} sd {sd:g} {name} ...", file=sys.stderr, flush=True)
+        spec = {"grid": grid, "sd": sd, "sampler": name, "iters": args.iters, "burn": args.burn, "seed": args.seed}
+        log = args.json.parent / "logs" / f"{args.json.stem}_{grid}_sd{sd:g}_{name}.log"
+        t0 = time.perf_counter()
+        res = harness.run_worker(MODULE, spec, log, args.timeout_min * 60)
+        results.append(dict(res, **{k: spec[k] for k in ("grid", "sd", "sampler")}))
+        harness.print_status(res, describe, t0)
+    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
+    print(harness.publish(saved, render))
     return 0
 
 

@@ -1,24 +1,31 @@
-"""Small data sets for examples, tests and benchmarks: one shipped real data set, two simulators.
+"""Small data sets for examples, tests and benchmarks: one shipped real data set, simulators.
 
 * :func:`load_boston`: Boston housing (Harrison & Rubinfeld 1978), 506 rows, shipped with the
   package (no download).
-* :func:`friedman1`: Friedman's (1991) first test function, the usual BART benchmark.
+* :func:`friedman1`: Friedman's (1991) first test function, the usual BART benchmark;
+  :func:`friedman1_train_test`: the benchmarks' training set and noise-free test set of it.
+* :func:`hypercube`: the hypercube-D data of the Particle Gibbs paper (Lakshminarayanan, Roy &
+  Teh 2015), one tree with ``2^D`` leaves.
 * :func:`wu_tjelmeland_west`: the one-tree test data of Wu, Tjelmeland & West (2007), where two
   root splits fit equally well (a test of how a tree sampler mixes between modes).
 
-The simulators return ``(X, y, f)`` with ``f`` the noise-free mean, and take ``rng`` as
-anything :func:`numpy.random.default_rng` accepts (None, an int seed or a Generator).
+:func:`friedman1` and :func:`wu_tjelmeland_west` return ``(X, y, f)`` with ``f`` the noise-free
+mean, and take ``rng`` as anything :func:`numpy.random.default_rng` accepts (None, an int seed or
+a Generator). The two benchmark sets return ``(X, y, f, X_test, f_test)`` and take an integer
+``seed`` from which they derive fixed random streams, so that their arrays never change for a
+given seed (saved benchmark results refer to them).
 """
 
 from __future__ import annotations
 
+import itertools
 from importlib import resources
 from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["friedman1", "load_boston", "wu_tjelmeland_west"]
+__all__ = ["friedman1", "friedman1_train_test", "hypercube", "load_boston", "wu_tjelmeland_west"]
 
 RngLike = int | np.random.Generator | None
 
@@ -97,6 +104,105 @@ def friedman1(
     f = 10.0 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20.0 * (X[:, 2] - 0.5) ** 2 + 10.0 * X[:, 3] + 5.0 * X[:, 4]
     y = f + noise * gen.standard_normal(n)
     return X, y, f
+
+
+def friedman1_train_test(
+    n: int, seed: int, n_test: int = 1000, p: int = 10, noise: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Friedman #1 training set of size ``n`` and a noise-free test set, as the benchmarks use them.
+
+    Both come from :func:`friedman1`. The training rows are drawn from the stream
+    ``default_rng([seed, n])``, so every sampler and every number of trees sees the same data for
+    a given ``(seed, n)``; the test rows from ``default_rng([seed, 0, 1])``, which does not depend
+    on ``n``, so all training sizes share one test set.
+
+    Parameters
+    ----------
+    n : int
+        Number of training rows (>= 1).
+    seed : int
+        Seed of both streams (>= 0).
+    n_test : int, default 1000
+        Number of test rows (>= 1).
+    p : int, default 10
+        Number of covariates (>= 5).
+    noise : float, default 1.0
+        Standard deviation of the noise of the training ``y`` (>= 0).
+
+    Returns
+    -------
+    X : (n, p) ndarray, y : (n,) ndarray, f : (n,) ndarray (noise-free mean of the training rows),
+    X_test : (n_test, p) ndarray, f_test : (n_test,) ndarray (noise-free mean of the test rows)
+
+    Examples
+    --------
+    >>> X, y, f, X_test, f_test = friedman1_train_test(300, seed=1234)
+    >>> X.shape, X_test.shape, f_test.shape
+    ((300, 10), (1000, 10), (1000,))
+    >>> bool((friedman1_train_test(50, seed=1234)[3] == X_test).all())  # one test set for every n
+    True
+    """
+    n = _check_int(n, "n", 1)
+    seed = _check_int(seed, "seed", 0)
+    n_test = _check_int(n_test, "n_test", 1)
+    X, y, f = friedman1(n, p, noise, np.random.default_rng([seed, n]))
+    X_test, _, f_test = friedman1(n_test, p, 0.0, np.random.default_rng([seed, 0, 1]))
+    return X, y, f, X_test, f_test
+
+
+def hypercube(
+    dim: int, seed: int = 0, per_vertex: int = 10, per_vertex_test: int = 10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Hypercube-D data of Lakshminarayanan, Roy & Teh (2015, section 4.1): one tree with ``2^dim`` leaves.
+
+    Around every vertex ``v`` of ``[-1, 1]^dim`` lie ``per_vertex`` points ``x = v + N(0, 0.1^2 I)``;
+    the vertex values ``f(v) ~ N(0, 3^2)`` are iid and ``y = f(v) + N(0, 0.01^2)``. The test set
+    has ``per_vertex_test`` fresh points per vertex with the same vertex values and noise-free
+    ``f``. Rows are ordered by vertex (vertices in :func:`itertools.product` order).
+
+    The training data and the vertex values are drawn from ``default_rng([seed, dim])``, the test
+    points from ``default_rng([seed, dim, 1])``: the data depend on ``(seed, dim)`` only.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension D (>= 1); there are ``2^dim`` vertices.
+    seed : int, default 0
+        Seed of the streams (>= 0).
+    per_vertex : int, default 10
+        Training points per vertex (>= 1).
+    per_vertex_test : int, default 10
+        Test points per vertex (>= 1).
+
+    Returns
+    -------
+    X : (2^dim * per_vertex, dim) ndarray, y : ndarray, f : ndarray (vertex value of each row),
+    X_test : (2^dim * per_vertex_test, dim) ndarray, f_test : ndarray
+
+    Examples
+    --------
+    >>> X, y, f, X_test, f_test = hypercube(3)
+    >>> X.shape, X_test.shape, len(set(f.tolist()))
+    ((80, 3), (80, 3), 8)
+    >>> bool(abs(y - f).max() < 0.1)
+    True
+    """
+    dim = _check_int(dim, "dim", 1)
+    seed = _check_int(seed, "seed", 0)
+    per_vertex = _check_int(per_vertex, "per_vertex", 1)
+    per_vertex_test = _check_int(per_vertex_test, "per_vertex_test", 1)
+    vertices = np.array(list(itertools.product([-1.0, 1.0], repeat=dim)))
+    gen = np.random.default_rng([seed, dim])
+    f_vertex = gen.normal(0.0, 3.0, size=vertices.shape[0])
+    X = np.repeat(vertices, per_vertex, axis=0) + gen.normal(0.0, 0.1, size=(vertices.shape[0] * per_vertex, dim))
+    f = np.repeat(f_vertex, per_vertex)
+    y = f + gen.normal(0.0, 0.01, size=f.shape[0])
+    gen_test = np.random.default_rng([seed, dim, 1])
+    X_test = np.repeat(vertices, per_vertex_test, axis=0) + gen_test.normal(
+        0.0, 0.1, size=(vertices.shape[0] * per_vertex_test, dim)
+    )
+    f_test = np.repeat(f_vertex, per_vertex_test)
+    return X, y, f, X_test, f_test
 
 
 def wu_tjelmeland_west(

@@ -1,0 +1,39 @@
+"""Every published benchmark report is exactly what its saved JSON renders to (docs and results cannot drift)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the benchmarks package lives next to the package, not inside it
+
+from benchmarks import harness  # noqa: E402
+
+REPORTS = [
+    "benchmarks",
+    "benchmarks-quick",
+    "ct-horizon-sweep",
+    "ct-wu",
+    "ct-wu-quick",
+    "persistence",
+    "pg-california",
+    "pg-california-quick",
+    "pg-hypercube",
+    "pg-hypercube-quick",
+    "pg-hypercube-range",
+]
+
+
+@pytest.mark.parametrize("stem", REPORTS)
+def test_report_renders_from_its_json(stem):
+    out, text = harness.render_saved(ROOT / "benchmarks" / "results" / f"{stem}.json")
+    assert out == ROOT / "docs" / f"{stem}.md"
+    assert text == out.read_text(), f"docs/{stem}.md differs from its JSON: python -m benchmarks.harness rebuilds it"
+
+
+def test_every_generated_doc_is_listed():
+    """A new report must come with its JSON (and join REPORTS), so that it is checked too."""
+    generated = {p.stem for p in (ROOT / "docs").glob("*.md") if p.read_text().split("\n")[2].startswith("Generated ")}
+    assert generated == set(REPORTS)
+    assert {p.stem for p in harness.saved_reports()} == set(REPORTS)
