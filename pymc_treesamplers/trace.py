@@ -32,7 +32,8 @@ import numba
 import numpy as np
 
 from .binning import numeric_array
-from .layout import CUT, LEFT, RIGHT, VALUE, VAR
+from .layout import CUT, VALUE, VAR
+from .tree import subtree_nodes
 
 _ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
 _MAGIC_BYTES = b"PMTF"
@@ -66,25 +67,15 @@ def _blob_layout(m, total):
 
 @numba.njit(cache=True, nogil=True)
 def _preorder(ints, floats, n_nodes, thr_table, counts, var_out, val_out):
+    order = np.empty(ints.shape[1], dtype=np.int32)
     pos = 0
-    stack = np.empty(ints.shape[1] + 2, dtype=np.int64)
     for j in range(ints.shape[0]):
         counts[j] = n_nodes[j]
-        top = 1
-        stack[0] = 0
-        while top > 0:
-            top -= 1
-            k = stack[top]
-            if ints[j, k, LEFT] < 0:
-                var_out[pos] = -1
-                val_out[pos] = floats[j, k, VALUE]
-            else:
-                v = ints[j, k, VAR]
-                var_out[pos] = v
-                val_out[pos] = thr_table[v, ints[j, k, CUT]]
-                stack[top] = ints[j, k, RIGHT]
-                stack[top + 1] = ints[j, k, LEFT]
-                top += 2
+        for q in range(subtree_nodes(ints[j], 0, order)):
+            k = order[q]
+            v = ints[j, k, VAR]
+            var_out[pos] = v
+            val_out[pos] = floats[j, k, VALUE] if v < 0 else thr_table[v, ints[j, k, CUT]]
             pos += 1
 
 

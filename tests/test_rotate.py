@@ -11,15 +11,14 @@ prior on the trees they connect.
 import numpy as np
 import pytest
 from exact import empirical, tiny_data, tv_distance, tv_threshold
+from trees import empty_forest, grow_random
 
-from pymc_treesamplers.forest import Forest, init_roots
 from pymc_treesamplers.kernels.pivot import apply_pivot, count_pivots, pivot_move
 from pymc_treesamplers.kernels.preorder import encode_preorder, new_seq_scratch, rebuild, span_ends
 from pymc_treesamplers.kernels.rotate import apply_move, count_moves
 from pymc_treesamplers.layout import END, LEFT, START
-from pymc_treesamplers.prior import code_range
 from pymc_treesamplers.records import Pseudo, TreePrior, new_backup, split_data, tree_of
-from pymc_treesamplers.tree import split_leaf, subtree_log_post
+from pymc_treesamplers.tree import subtree_log_post
 
 
 def _codes():
@@ -28,28 +27,9 @@ def _codes():
     return np.ascontiguousarray(np.column_stack([codes, extra]).T.astype(np.uint16))
 
 
-def _empty_tree(codes, cap):
-    fr = Forest.empty(1, codes.shape[1], 0.0, cap=cap)
-    init_roots(fr.arrays(), split_data(codes, np.ones(codes.shape[0])), 0.0)
-    return fr
-
-
 def _random_tree(codes, rng, n_splits):
-    p, n = codes.shape
-    data = split_data(codes, np.ones(p))
-    fr = _empty_tree(codes, 4 * n)
-    t = tree_of(fr.arrays(), 0)
-    ti, pj, nn = t.ints, t.perm, t.nn
-    for _ in range(n_splits):
-        leaves = [k for k in range(nn[0]) if ti[k, LEFT] < 0]
-        k = leaves[rng.integers(len(leaves))]
-        rules = []
-        for v in range(p):
-            mn, mx = code_range(codes[v], pj, ti[k, START], ti[k, END])
-            rules += [(v, c, mx - mn) for c in range(mn, mx)]
-        if rules:
-            v, c, n_cuts = rules[rng.integers(len(rules))]
-            split_leaf(t, k, v, c, n_cuts, data)
+    fr = empty_forest(codes, cap=4 * codes.shape[1])
+    grow_random(tree_of(fr.arrays(), 0), codes, rng, n_splits)
     return fr
 
 
@@ -122,7 +102,7 @@ def test_rebuild_reproduces_a_tree_and_rejects_empty_sides():
 def _build(codes, V, C):
     """The tree with preorder rules ``V``/``C`` on the rows of ``codes`` (None if a side is empty)."""
     p, n = codes.shape
-    fr = _empty_tree(codes, 4 * n + 4)
+    fr = empty_forest(codes)
     ok = rebuild(tree_of(fr.arrays(), 0), split_data(codes, np.ones(p)), np.asarray(V, np.int32),
                  np.asarray(C, np.int32), len(V), np.empty(4 * n + 4, dtype=np.int32))
     return fr if ok else None

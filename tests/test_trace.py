@@ -16,36 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from trees import empty_forest, random_forest
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.forest import Forest, init_root_availability, split_leaf
-from pymc_treesamplers.layout import CUT, END, LEFT, RIGHT, START, VALUE, VAR
-from pymc_treesamplers.prior import code_range
+from pymc_treesamplers.layout import CUT, LEFT, RIGHT, VALUE, VAR
+from pymc_treesamplers.records import split_data, tree_of
 from pymc_treesamplers.trace import decode_forest, decode_trace, encode_forest
-
-
-def _random_forest(codes, rng, m, max_splits):
-    """m trees grown by random valid splits of random leaves (as tests/test_rotate.py), random leaf values."""
-    p, n = codes.shape
-    wsplit = np.ones(p)
-    fr = Forest.empty(m, n, 0.0, cap=4 * n)
-    init_root_availability(codes, wsplit, fr.floats, fr.perm)
-    for j in range(m):
-        ti, tf, pj, nn = fr.ints[j], fr.floats[j], fr.perm[j], fr.n_nodes[j : j + 1]
-        for _ in range(int(rng.integers(0, max_splits + 1))):
-            leaves = [k for k in range(nn[0]) if ti[k, LEFT] < 0]
-            k = leaves[rng.integers(len(leaves))]
-            rules = []
-            for v in range(p):
-                mn, mx = code_range(codes[v], pj, ti[k, START], ti[k, END])
-                rules += [(v, c, mx - mn) for c in range(mn, mx)]
-            if rules:
-                v, c, n_cuts = rules[rng.integers(len(rules))]
-                split_leaf(ti, tf, pj, nn, k, v, c, n_cuts, codes, wsplit, np.zeros(p))
-        for k in range(nn[0]):
-            if ti[k, LEFT] < 0:
-                tf[k, VALUE] = rng.normal()
-    return fr
+from pymc_treesamplers.tree import split_leaf
 
 
 def _reference_predict(fr, thr, X):
@@ -80,7 +57,7 @@ def _setting(seed=0, n_draws=6):
     codes = np.ascontiguousarray(rng.integers(0, n_codes, size=(p, n)).astype(np.uint16))
     thr = np.sort(rng.normal(size=(p, n_codes)), axis=1)
     X = rng.normal(size=(25, p)) * 1.5
-    forests = [_random_forest(codes, rng, 4, 6) for _ in range(n_draws)]
+    forests = [random_forest(codes, rng, 4, 6) for _ in range(n_draws)]
     return thr, X, forests, [encode_forest(f, thr) for f in forests]
 
 
@@ -153,13 +130,12 @@ def test_split_variables_beyond_int16_are_read_back():
     codes[39_999] = [0, 0, 0, 1, 1, 1]
     codes[32_767] = [0, 1, 0, 1, 0, 1]
     codes[32_768] = [0, 0, 1, 1, 0, 0]
-    wsplit = np.ones(p)
-    fr = Forest.empty(2, n, 0.0)
-    init_root_availability(codes, wsplit, fr.floats, fr.perm)
-    nn0, nn1 = fr.n_nodes[0:1], fr.n_nodes[1:2]
-    split_leaf(fr.ints[0], fr.floats[0], fr.perm[0], nn0, 0, 39_999, 0, 1, codes, wsplit, np.zeros(p))
-    split_leaf(fr.ints[1], fr.floats[1], fr.perm[1], nn1, 0, 32_767, 0, 1, codes, wsplit, np.zeros(p))
-    split_leaf(fr.ints[1], fr.floats[1], fr.perm[1], nn1, 2, 32_768, 0, 1, codes, wsplit, np.zeros(p))
+    data = split_data(codes, np.ones(p))
+    fr = empty_forest(codes, 2, cap=16)
+    t0, t1 = tree_of(fr.arrays(), 0), tree_of(fr.arrays(), 1)
+    split_leaf(t0, 0, 39_999, 0, 1, data)
+    split_leaf(t1, 0, 32_767, 0, 1, data)
+    split_leaf(t1, 2, 32_768, 0, 1, data)
     fr.floats[0, 1:3, VALUE] = (-1.0, 2.0)
     fr.floats[1, [1, 3, 4], VALUE] = (10.0, 20.0, 30.0)
     thr = np.full((p, 1), np.inf)
