@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .layout import DEPTH, END, LEFT, N_FLOAT_FIELDS, N_INT_FIELDS, START, VALUE, VAR
+from .layout import DEPTH, END, LEFT, N_FLOAT_FIELDS, N_INT_FIELDS, NODE_INT, ROW_INT, START, VALUE, VAR
 from .records import ForestArrays, tree_of
 from .tree import add_tree, init_root
 
@@ -34,14 +34,14 @@ class Forest:
 
         The roots' available split weight is set by :func:`init_roots` (it needs the data).
         """
-        ints = np.full((m, cap, N_INT_FIELDS), -1, dtype=np.int32)
+        ints = np.full((m, cap, N_INT_FIELDS), -1, dtype=NODE_INT)
         floats = np.zeros((m, cap, N_FLOAT_FIELDS))
         ints[:, 0, DEPTH] = 0
         ints[:, 0, START] = 0
         ints[:, 0, END] = n
         floats[:, 0, VALUE] = value0
-        perm = np.tile(np.arange(n, dtype=np.int32), (m, 1))
-        return cls(ints, floats, perm, np.ones(m, dtype=np.int32))
+        perm = np.tile(np.arange(n, dtype=ROW_INT), (m, 1))
+        return cls(ints, floats, perm, np.ones(m, dtype=NODE_INT))
 
     @property
     def m(self) -> int:
@@ -63,7 +63,7 @@ class Forest:
             new *= 2
         if new == cap:
             return
-        ints = np.full((m, new, N_INT_FIELDS), -1, dtype=np.int32)
+        ints = np.full((m, new, N_INT_FIELDS), -1, dtype=NODE_INT)
         floats = np.zeros((m, new, N_FLOAT_FIELDS))
         ints[:, :cap] = self.ints
         floats[:, :cap] = self.floats

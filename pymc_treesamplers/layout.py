@@ -2,7 +2,7 @@
 
 A forest is held in plain arrays so numba kernels can work on it without Python objects:
 
-* ``ints[j, k, :]`` (int32) for node ``k`` of tree ``j``: split variable (``-1`` for a leaf),
+* ``ints[j, k, :]`` (int64) for node ``k`` of tree ``j``: split variable (``-1`` for a leaf),
   cut code, left child, right child, parent, depth, and the half-open range
   ``[start, end)`` of the node's rows in ``perm[j]``.
 * ``floats[j, k, :]`` (float64): leaf value, log of the summed split weights of the variables
@@ -15,8 +15,20 @@ A forest is held in plain arrays so numba kernels can work on it without Python 
   kept compact (a pruned slot is refilled by the last node), so no free list is needed.
 """
 
+import numpy as np
+
 VAR, CUT, LEFT, RIGHT, PARENT, DEPTH, START, END = range(8)
 N_INT_FIELDS = 8
 
 VALUE, LWAVAIL, RULELP = range(3)
 N_FLOAT_FIELDS = 3
+
+# One integer type for node fields, node counts and node-slot buffers, and typed constants for the
+# values passed as arguments: numba compiles a function once per distinct argument types, and an
+# int32 read or a Python int constant (typed Literal[int](value)) next to an int64 doubles that.
+# Row orders (m x n, the big arrays) stay int32.
+NODE_INT = np.int64
+ROW_INT = np.int32
+ROOT = np.int64(0)
+NO_NODE = np.int64(-1)
+TRUE, FALSE = np.bool_(True), np.bool_(False)  # a Python bool argument is typed Literal[bool] likewise

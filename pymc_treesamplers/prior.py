@@ -14,6 +14,7 @@ import math
 import numba
 import numpy as np
 
+from .layout import ROW_INT
 from .records import split_data
 
 NEG_INF = -np.inf
@@ -131,7 +132,7 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng):
     data = split_data(codes, wsplit)
     n = codes.shape[1]
     leaf = np.zeros(n, dtype=np.int64)
-    perm = np.arange(n, dtype=np.int32)
+    perm = np.arange(n, dtype=ROW_INT)
     scratch = np.zeros(codes.shape[0])
     stack = [(0, n, 0)]
     n_leaves = 0

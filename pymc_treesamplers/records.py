@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .layout import N_FLOAT_FIELDS, N_INT_FIELDS
+from .layout import N_FLOAT_FIELDS, N_INT_FIELDS, NODE_INT, ROW_INT
 
 
 class SplitData(NamedTuple):
@@ -90,13 +90,13 @@ def empty_nodes(cap: int) -> tuple[np.ndarray, np.ndarray]:
     ``np.empty``, so untouched pages of a large scratch tree cost no memory; kernels write every
     node they create in full.
     """
-    return np.empty((cap, N_INT_FIELDS), dtype=np.int32), np.empty((cap, N_FLOAT_FIELDS))
+    return np.empty((cap, N_INT_FIELDS), dtype=NODE_INT), np.empty((cap, N_FLOAT_FIELDS))
 
 
 def new_backup(cap: int, n: int) -> Backup:
     """A :class:`Backup` for trees of up to ``cap`` nodes on ``n`` rows."""
     ints, floats = empty_nodes(cap)
-    return Backup(ints, floats, np.empty(n, dtype=np.int32))
+    return Backup(ints, floats, np.empty(n, dtype=ROW_INT))
 
 
 def split_data(codes: np.ndarray, wsplit: np.ndarray) -> SplitData:

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from .binning import numeric_array
-from .layout import CUT, VALUE, VAR
+from .layout import CUT, NODE_INT, ROOT, VALUE, VAR
 from .tree import subtree_nodes
 
 _ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
@@ -67,11 +67,11 @@ def _blob_layout(m, total):
 
 @numba.njit(cache=True, nogil=True)
 def _preorder(ints, floats, n_nodes, thr_table, counts, var_out, val_out):
-    order = np.empty(ints.shape[1], dtype=np.int32)
+    order = np.empty(ints.shape[1], dtype=NODE_INT)
     pos = 0
     for j in range(ints.shape[0]):
         counts[j] = n_nodes[j]
-        for q in range(subtree_nodes(ints[j], 0, order)):
+        for q in range(subtree_nodes(ints[j], ROOT, order)):
             k = order[q]
             v = ints[j, k, VAR]
             var_out[pos] = v

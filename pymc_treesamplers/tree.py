@@ -18,12 +18,13 @@ freed slot is refilled by the last node, so no free list is needed.
 """
 
 import numba
+import numpy as np
 
 from .gaussian import leaf_draw, leaf_loglik, leaf_suff
-from .layout import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VALUE, VAR
+from .layout import CUT, DEPTH, END, LEFT, LWAVAIL, NO_NODE, NODE_INT, PARENT, RIGHT, ROOT, RULELP, START, VALUE, VAR
 from .prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit, node_log_avail, rule_log_prob
 
-GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = range(4)
+GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
 
 
 # ----------------------------------------------------------------------------------- building
@@ -70,8 +71,8 @@ def set_leaf(t, k, parent, depth, s, e, lwavail):
 @numba.njit(cache=True, nogil=True)
 def init_root(t, data, value):
     """Make ``t`` a single leaf holding all its rows (in their current order) with ``value``."""
-    n = t.perm.shape[0]
-    set_leaf(t, 0, -1, 0, 0, n, node_log_avail(data, t.perm, 0, n))
+    n = NODE_INT(t.perm.shape[0])
+    set_leaf(t, ROOT, NO_NODE, ROOT, ROOT, n, node_log_avail(data, t.perm, ROOT, n))
     t.floats[0, VALUE] = value
     t.nn[0] = 1
 
@@ -191,11 +192,11 @@ def repartition_subtree(t, data, k, order):
 
 
 @numba.njit(cache=True, nogil=True)
-def refresh_subtree_prior(t, data, k, order, include_root_avail):
-    """Recompute available weights and rule probabilities below (and at) node ``k``.
+def refresh_subtree_prior(t, data, k, order):
+    """Recompute available weights and rule probabilities below node ``k`` and ``k``'s rule probability.
 
-    Used after a change of rules re-partitioned the subtree. ``k``'s own rows do not change, so
-    its available weight is refreshed only if asked.
+    Used after a change of rules re-partitioned the subtree; ``k``'s own rows (so its available
+    weight) do not change.
     """
     ti = t.ints
     tf = t.floats
@@ -204,7 +205,7 @@ def refresh_subtree_prior(t, data, k, order, include_root_avail):
         u = order[q]
         s = ti[u, START]
         e = ti[u, END]
-        if u != k or include_root_avail:
+        if u != k:
             tf[u, LWAVAIL] = node_log_avail(data, t.perm, s, e)
         if ti[u, LEFT] >= 0:
             v = ti[u, VAR]
@@ -275,7 +276,7 @@ def subtree_log_post(t, prior, ps, k, order, top_rule, split_probs):
     Leaves contribute their marginal likelihood and split factor, internal nodes their rule
     probability (``k``'s own only if ``top_rule``) and, if ``split_probs``, their ``p_split``. Moves
     that keep every internal node's depth (change, swap) leave ``p_split`` out; the whole tree's log
-    posterior is ``subtree_log_post(t, prior, ps, 0, order, True, True)``.
+    posterior is ``subtree_log_post(t, prior, ps, ROOT, order, top_rule=TRUE, split_probs=TRUE)``.
     """
     ti = t.ints
     tf = t.floats

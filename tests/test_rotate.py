@@ -16,7 +16,7 @@ from trees import empty_forest, grow_random
 from pymc_treesamplers.kernels.pivot import apply_pivot, count_pivots, pivot_move
 from pymc_treesamplers.kernels.preorder import encode_preorder, new_seq_scratch, rebuild, span_ends
 from pymc_treesamplers.kernels.rotate import apply_move, count_moves
-from pymc_treesamplers.layout import END, LEFT, START
+from pymc_treesamplers.layout import END, LEFT, NODE_INT, START
 from pymc_treesamplers.records import Pseudo, TreePrior, new_backup, split_data, tree_of
 from pymc_treesamplers.tree import subtree_log_post
 
@@ -35,9 +35,9 @@ def _random_tree(codes, rng, n_splits):
 
 def _seq(fr):
     n = fr.perm.shape[1]
-    V = np.empty(4 * n + 4, dtype=np.int32)
-    C = np.empty(4 * n + 4, dtype=np.int32)
-    L = encode_preorder(tree_of(fr.arrays(), 0), V, C, np.empty(4 * n + 4, dtype=np.int32))
+    V = np.empty(4 * n + 4, dtype=NODE_INT)
+    C = np.empty(4 * n + 4, dtype=NODE_INT)
+    L = encode_preorder(tree_of(fr.arrays(), 0), V, C, np.empty(4 * n + 4, dtype=NODE_INT))
     return V[:L].copy(), C[:L].copy()
 
 
@@ -47,8 +47,8 @@ def _moves(V, C):
     end = np.empty(L, dtype=np.int64)
     span_ends(V, L, end)
     out = []
-    V2 = np.empty(2 * L + 2, dtype=np.int32)
-    C2 = np.empty(2 * L + 2, dtype=np.int32)
+    V2 = np.empty(2 * L + 2, dtype=NODE_INT)
+    C2 = np.empty(2 * L + 2, dtype=NODE_INT)
     for idx in range(count_moves(V, C, L, end)):
         L2 = apply_move(V, C, L, end, idx, V2, C2)
         out.append((V2[:L2].copy(), C2[:L2].copy()))
@@ -77,7 +77,7 @@ def _check_pairing(seed, n_trees, neighbours, check=None):
         for target in set(forward):
             if check is not None:
                 check(codes, (V, C), target)
-            back = neighbours(codes, np.array(target[0], np.int32), np.array(target[1], np.int32))
+            back = neighbours(codes, np.array(target[0], NODE_INT), np.array(target[1], NODE_INT))
             assert back.count(here) == forward.count(target), (here, target)
             checked += 1
     return checked
@@ -96,15 +96,15 @@ def test_rebuild_reproduces_a_tree_and_rejects_empty_sides():
     assert _valid(codes, V, C)
     # the same rule twice down one branch leaves the inner split with an empty side
     v, c = 0, 0
-    assert not _valid(codes, np.array([v, v, -1, -1, -1], np.int32), np.array([c, c, -1, -1, -1], np.int32))
+    assert not _valid(codes, np.array([v, v, -1, -1, -1], NODE_INT), np.array([c, c, -1, -1, -1], NODE_INT))
 
 
 def _build(codes, V, C):
     """The tree with preorder rules ``V``/``C`` on the rows of ``codes`` (None if a side is empty)."""
     p, n = codes.shape
     fr = empty_forest(codes)
-    ok = rebuild(tree_of(fr.arrays(), 0), split_data(codes, np.ones(p)), np.asarray(V, np.int32),
-                 np.asarray(C, np.int32), len(V), np.empty(4 * n + 4, dtype=np.int32))
+    ok = rebuild(tree_of(fr.arrays(), 0), split_data(codes, np.ones(p)), np.asarray(V, NODE_INT),
+                 np.asarray(C, NODE_INT), len(V), np.empty(4 * n + 4, dtype=NODE_INT))
     return fr if ok else None
 
 
@@ -114,12 +114,12 @@ def _pivots(codes, V, C):
     t = tree_of(fr.arrays(), 0)
     data = split_data(codes, np.ones(codes.shape[0]))
     n = codes.shape[1]
-    Vs, Cs, S = (np.empty(4 * n + 4, dtype=np.int32) for _ in range(3))
+    Vs, Cs, S = (np.empty(4 * n + 4, dtype=NODE_INT) for _ in range(3))
     L = encode_preorder(t, Vs, Cs, S)
     end = np.empty(L, dtype=np.int64)
     span_ends(Vs, L, end)
-    V2 = np.empty(4 * n + 4, dtype=np.int32)
-    C2 = np.empty(4 * n + 4, dtype=np.int32)
+    V2 = np.empty(4 * n + 4, dtype=NODE_INT)
+    C2 = np.empty(4 * n + 4, dtype=NODE_INT)
     out = []
     for idx in range(count_pivots(t, data, Vs, Cs, S, L, end)):
         L2 = apply_pivot(t, data, Vs, Cs, S, L, end, idx, V2, C2)
@@ -151,7 +151,7 @@ def test_pivot_chain_matches_the_tree_prior_on_its_class():
     _, r, w = tiny_data(0)
     prior = TreePrior(0.95, 2.0, 0.0, 1.0)
     ps = Pseudo(r, w)
-    order = np.empty(4 * n + 4, dtype=np.int32)
+    order = np.empty(4 * n + 4, dtype=NODE_INT)
     start = _seq(_random_tree(codes, np.random.default_rng(16), 6))  # a class of 31 trees
     cls, todo = {_key(*start)}, [_key(*start)]
     while todo:

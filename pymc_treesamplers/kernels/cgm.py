@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..layout import CUT, END, LEFT, PARENT, RIGHT, START, VAR
+from ..layout import CUT, END, FALSE, LEFT, NODE_INT, PARENT, RIGHT, START, TRUE, VAR
 from ..prior import draw_split_rule
 from ..records import Backup, new_backup
 from ..tree import (
@@ -39,7 +39,7 @@ class MoveBuffers(NamedTuple):
 
 def new_move_buffers(p: int, n: int) -> MoveBuffers:
     """:class:`MoveBuffers` for trees of up to ``2n + 1`` nodes on ``n`` rows and ``p`` covariates."""
-    return MoveBuffers(np.empty(p), np.empty(2 * n + 1, dtype=np.int32), new_backup(2 * n + 1, n))
+    return MoveBuffers(np.empty(p), np.empty(2 * n + 1, dtype=NODE_INT), new_backup(2 * n + 1, n))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -47,8 +47,8 @@ def _settle(rng, t, data, prior, ps, k, mb, old, top_rule):
     """Finish a change/swap whose new rules are written at and below ``k``: re-split the rows,
     refresh the prior terms, accept with probability ``exp(new - old)``, otherwise restore."""
     if repartition_subtree(t, data, k, mb.order):
-        refresh_subtree_prior(t, data, k, mb.order, False)
-        new = subtree_log_post(t, prior, ps, k, mb.order, top_rule, False)
+        refresh_subtree_prior(t, data, k, mb.order)
+        new = subtree_log_post(t, prior, ps, k, mb.order, top_rule=top_rule, split_probs=FALSE)
         if math.log(rng.random()) < new - old:
             return True
     restore(t, k, mb.bk, t.nn[0])
@@ -69,11 +69,11 @@ def change_move(rng, t, data, prior, ps, mb):
     v, c, _ = draw_split_rule(rng, data, t.perm, ti[k, START], ti[k, END], mb.scratch_p)
     if v == ti[k, VAR] and c == ti[k, CUT]:
         return False  # proposal equals the current tree: nothing changes (not counted as accepted)
-    old = subtree_log_post(t, prior, ps, k, mb.order, False, False)
+    old = subtree_log_post(t, prior, ps, k, mb.order, top_rule=FALSE, split_probs=FALSE)
     backup(t, k, mb.bk)
     ti[k, VAR] = v
     ti[k, CUT] = c
-    return _settle(rng, t, data, prior, ps, k, mb, old, False)
+    return _settle(rng, t, data, prior, ps, k, mb, old, FALSE)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -90,7 +90,7 @@ def swap_move(rng, t, data, prior, ps, mb):
     k = ti[ch, PARENT]
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
-    old = subtree_log_post(t, prior, ps, k, mb.order, True, False)
+    old = subtree_log_post(t, prior, ps, k, mb.order, top_rule=TRUE, split_probs=FALSE)
     backup(t, k, mb.bk)
     pv = ti[k, VAR]
     pc = ti[k, CUT]
@@ -105,4 +105,4 @@ def swap_move(rng, t, data, prior, ps, mb):
     else:
         ti[ch, VAR] = pv
         ti[ch, CUT] = pc
-    return _settle(rng, t, data, prior, ps, k, mb, old, True)
+    return _settle(rng, t, data, prior, ps, k, mb, old, TRUE)

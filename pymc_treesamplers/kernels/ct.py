@@ -46,7 +46,7 @@ from .preorder import SeqScratch, new_seq_scratch
 from .relabel import relabel_gibbs
 from .rotate import rotate_move
 
-RATES_SUM, RATES, LOG_RATIOS = range(3)
+RATES_SUM, RATES, LOG_RATIOS = (np.int64(out) for out in range(3))  # typed: one specialisation
 
 
 class BirthScratch(NamedTuple):
@@ -256,7 +256,7 @@ def nog_rule_gibbs(rng, t, data, prior, ps, bs, order):
     ti[k, VAR] = v_pick
     ti[k, CUT] = c_pick
     repartition_subtree(t, data, k, order)
-    refresh_subtree_prior(t, data, k, order, False)
+    refresh_subtree_prior(t, data, k, order)
     return True
 
 
@@ -371,7 +371,7 @@ def birth_death(rng, t, data, prior, ps, cs):
 
 
 @register_update(CTScratch)
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
 def ct_update(rng, j, t, data, prior, ps, cs):
     """Birth-death for time ``horizon`` on tree ``j``, then ``n_rotate`` rotate moves each with a
     pivot move (the rotation rotate cannot make because a copy would be empty), then ``n_change``

@@ -27,6 +27,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from ..layout import NODE_INT, ROOT
 from ..records import Pseudo, Tree, empty_nodes, tree_of
 from ..tree import add_tree, copy_nodes, draw_leaves, repartition_subtree
 
@@ -48,7 +49,7 @@ class Work(NamedTuple):
 def new_work(n: int) -> Work:
     """A :class:`Work` for trees on ``n`` rows (a tree has at most ``2n - 1`` nodes; 2 spare slots)."""
     ints, floats = empty_nodes(2 * n + 1)
-    return Work(ints, floats, np.zeros(1, dtype=np.int32), np.empty(2 * n + 1, dtype=np.int32))
+    return Work(ints, floats, np.zeros(1, dtype=NODE_INT), np.empty(2 * n + 1, dtype=NODE_INT))
 
 
 def register_update(scratch_cls):
@@ -164,7 +165,7 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
             changed[j] = status > 0
             if not accept_proposal(rng, lik, j, tree, scratch, ps):
                 # the proposal reordered the shared rows: re-split them by the old tree's rules
-                repartition_subtree(tree, data, 0, work.order)
+                repartition_subtree(tree, data, ROOT, work.order)
                 copy_nodes(tree, scratch)
                 changed[j] = False
             if scratch.nn[0] > cap:

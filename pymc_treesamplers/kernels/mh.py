@@ -29,7 +29,7 @@ def new_mh_scratch(probs, p: int, n: int, m: int) -> MHScratch:
 
 
 @register_update(MHScratch)
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
 def mh_update(rng, j, t, data, prior, ps, sk):
     """One MH proposal for tree ``j``; returns 1 if accepted. A root-only tree proposes a grow with
     probability 1; every other tree draws the move type from ``sk.probs``."""

@@ -6,6 +6,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from ..layout import TRUE
 from ..tree import copy_nodes, copy_perm
 from .driver import register_update
 from .smc import (
@@ -40,14 +41,14 @@ def new_pg_scratch(opts: SMCOptions, codes: np.ndarray, m: int) -> PGScratch:
 
 
 @register_update(PGScratch)
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
 def pg_update(rng, j, t, data, prior, ps, sk):
     """Redraw tree ``j`` whole: conditional SMC with ``t`` as the reference, then a particle drawn
     from the weights replaces ``t`` (nodes and row order). Returns 1 unless the old tree (particle 0)
     was drawn, or ``PG_FAILED_MAX_STAGES`` if the SMC needed more than ``opts.max_stages`` stages."""
     P = sk.particles
     smc_init(P, sk.opts.n_particles, t, prior, ps)
-    stages, _ = smc_run(rng, sk.opts, True, t, P, data, prior, ps, sk.proposals)
+    stages, _ = smc_run(rng, sk.opts, TRUE, t, P, data, prior, ps, sk.proposals)
     if stages < 0:
         return PG_FAILED_MAX_STAGES
     chosen = pick_particle(rng, P)

@@ -23,7 +23,7 @@ import math
 
 import numba
 
-from ..layout import END, START
+from ..layout import END, ROOT, START, TRUE
 from ..prior import code_range
 from ..tree import subtree_log_post
 from .preorder import copy_span, encode_preorder, keep_or_restore, propose_rebuild, put_rule, span_ends
@@ -101,7 +101,7 @@ def pivot_move(rng, t, data, prior, ps, seq, bk):
     if n_moves == 0:
         return False
     L2 = apply_pivot(t, data, V, C, order, L, end, rng.integers(0, n_moves), V2, C2)
-    log_ratio = math.log(n_moves) - subtree_log_post(t, prior, ps, 0, order, True, True)
+    log_ratio = math.log(n_moves) - subtree_log_post(t, prior, ps, ROOT, order, top_rule=TRUE, split_probs=TRUE)
     n_old = t.nn[0]
     log_ratio += propose_rebuild(t, data, prior, ps, seq, bk, L2)  # finite: a pivot empties no side
     L3 = encode_preorder(t, V, C, order)

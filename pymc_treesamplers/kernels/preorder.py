@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..layout import CUT, END, LEFT, RIGHT, RULELP, START, VAR
+from ..layout import CUT, END, LEFT, NODE_INT, RIGHT, ROOT, RULELP, START, TRUE, VAR
 from ..prior import NEG_INF, code_range
 from ..tree import backup, restore, split_leaf, subtree_log_post, subtree_nodes
 
@@ -33,8 +33,7 @@ class SeqScratch(NamedTuple):
 def new_seq_scratch(n: int) -> SeqScratch:
     """:class:`SeqScratch` for trees on ``n`` rows (a rotation's output can be longer than its input)."""
     size = 4 * n + 4
-    i32, i64 = np.int32, np.int64
-    return SeqScratch(*(np.empty(size, dtype=dt) for dt in (i32, i32, i64, i32, i32, i64, i32)))
+    return SeqScratch(*(np.empty(size, dtype=NODE_INT) for _ in range(7)))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -42,7 +41,7 @@ def encode_preorder(t, V, C, order):
     """Write the tree's rules in preorder into ``V``/``C`` and the nodes' slots into ``order``;
     returns the sequence length."""
     ti = t.ints
-    L = subtree_nodes(ti, 0, order)
+    L = subtree_nodes(ti, ROOT, order)
     for q in range(L):
         V[q] = ti[order[q], VAR]
         C[q] = ti[order[q], CUT]
@@ -128,10 +127,10 @@ def propose_rebuild(t, data, prior, ps, seq, bk, L2):
     Returns the new tree's log posterior (:func:`~pymc_treesamplers.tree.subtree_log_post`), or
     ``-inf`` when a split of the new tree would leave a side empty (prior probability zero).
     """
-    backup(t, 0, bk)
+    backup(t, ROOT, bk)
     if not rebuild(t, data, seq.V2, seq.C2, L2, seq.order):
         return NEG_INF
-    return subtree_log_post(t, prior, ps, 0, seq.order, True, True)
+    return subtree_log_post(t, prior, ps, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -140,5 +139,5 @@ def keep_or_restore(rng, t, bk, n_old, log_ratio):
     backup of :func:`propose_rebuild` (``n_old``: the node count before). Returns whether kept."""
     if log_ratio > NEG_INF and math.log(rng.random()) < log_ratio:
         return True
-    restore(t, 0, bk, n_old)
+    restore(t, ROOT, bk, n_old)
     return False

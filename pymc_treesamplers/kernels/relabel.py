@@ -62,7 +62,7 @@ def relabel_gibbs(rng, t, data, order):
                         ti[k, LEFT] = b
                         ti[k, RIGHT] = a
                     repartition_subtree(t, data, k, order)
-                    refresh_subtree_prior(t, data, k, order, False)
+                    refresh_subtree_prior(t, data, k, order)
                     return True
                 target -= wt * (hi - lo)
     return False

@@ -24,6 +24,7 @@ import math
 
 import numba
 
+from ..layout import ROOT, TRUE
 from ..tree import subtree_log_post
 from .preorder import copy_span, encode_preorder, keep_or_restore, propose_rebuild, put_rule, same_span, span_ends
 
@@ -143,7 +144,7 @@ def rotate_move(rng, t, data, prior, ps, seq, bk):
     log_ratio = (
         math.log(n_moves)
         - math.log(count_moves(V2, C2, L2, end2))
-        - subtree_log_post(t, prior, ps, 0, order, True, True)
+        - subtree_log_post(t, prior, ps, ROOT, order, top_rule=TRUE, split_probs=TRUE)
     )
     n_old = t.nn[0]
     return keep_or_restore(rng, t, bk, n_old, log_ratio + propose_rebuild(t, data, prior, ps, seq, bk, L2))

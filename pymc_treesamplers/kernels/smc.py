@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from ..gaussian import leaf_loglik, leaf_suff
-from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, RIGHT, START, VAR
+from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, NO_NODE, NODE_INT, RIGHT, ROOT, ROW_INT, START, VAR
 from ..prior import NEG_INF, code_range, draw_split_rule, log1m_psplit, log_psplit
 from ..records import Tree, empty_nodes
 from ..tree import copy_nodes, copy_perm, set_leaf, split_leaf
@@ -85,8 +85,8 @@ def new_particles(C: int, n: int) -> Particles:
     cap = 2 * n + 1
     ints, floats = empty_nodes(C * cap)
     return Particles(ints.reshape(C, cap, -1), floats.reshape(C, cap, -1), np.empty((C, cap, 3)),
-                     np.empty((C, n), dtype=np.int32), np.zeros(C, dtype=np.int32), np.zeros(C, dtype=np.int32),
-                     np.zeros(C), np.zeros(cap, dtype=np.int32), np.zeros(C, dtype=np.int64))
+                     np.empty((C, n), dtype=ROW_INT), np.zeros(C, dtype=NODE_INT), np.zeros(C, dtype=NODE_INT),
+                     np.zeros(C), np.zeros(cap, dtype=NODE_INT), np.zeros(C, dtype=NODE_INT))
 
 
 def new_proposal_scratch(codes: np.ndarray) -> ProposalScratch:
@@ -394,9 +394,9 @@ def smc_init(P, C, root, prior, ps):
     its root: its row order and available split weight are taken)."""
     n = root.perm.shape[0]
     for c in range(C):
-        set_leaf(particle(P, c), 0, -1, 0, 0, n, root.floats[0, LWAVAIL])
+        set_leaf(particle(P, c), ROOT, NO_NODE, ROOT, ROOT, NODE_INT(n), root.floats[0, LWAVAIL])
         copy_perm(root, particle(P, c))
-        _node_stats(P, c, 0, ps, root.perm, 0, n, prior)
+        _node_stats(P, c, ROOT, ps, root.perm, ROOT, NODE_INT(n), prior)
         P.nn[c] = 1
         P.head[c] = 0
         P.logw[c] = 0.0
