@@ -20,8 +20,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m pymc_treesamplers.demo
 
+# the second pass recompiles the kernels with bounds checks (into their own cache: numba's cache
+# key does not include the flag) and reruns the tests marked boundscheck, which reach every kernel
 test: $(STAMP)
 	$(PY) -m pytest -q
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -m boundscheck
 
 lint: $(STAMP)
 	$(PY) -m ruff check pymc_treesamplers tests benchmarks

@@ -18,7 +18,7 @@ from pytensor.tensor.variable import TensorConstant
 from .binning import SPLIT_POINTS, bin_columns, numeric_array
 from .prior import sample_prior_tree
 
-__all__ = ["BART", "BARTRV", "bart_spec"]
+__all__ = ["BART", "BARTRV", "as_data_array", "bart_spec"]
 
 
 class BARTRV(RandomVariable):
@@ -62,8 +62,12 @@ class BARTRV(RandomVariable):
         return out
 
 
-def _as_array(x, what: str) -> np.ndarray:
-    """Numeric value of X or Y given as ndarray, pandas object, pm.Data or a constant tensor."""
+def as_data_array(x, what: str) -> np.ndarray:
+    """Numeric value of X or Y given as ndarray, pandas object, pm.Data or a constant tensor.
+
+    >>> as_data_array([[1, 2], [3, 4]], "X").shape
+    (2, 2)
+    """
     if isinstance(x, TensorSharedVariable):
         x = x.get_value()
     elif isinstance(x, TensorConstant):
@@ -92,8 +96,8 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     opts = _OPTIONS | options
     m, alpha, beta, k, mu0, sigma_mu = (opts[name] for name in ("m", "alpha", "beta", "k", "mu0", "sigma_mu"))
     split_prior, max_bins, split_points = opts["split_prior"], opts["max_bins"], opts["split_points"]
-    Xa = _as_array(X, "X")
-    Ya = _as_array(Y, "Y")
+    Xa = as_data_array(X, "X")
+    Ya = as_data_array(Y, "Y")
     if Xa.ndim == 1:
         Xa = Xa[:, None]
     if Xa.ndim != 2:
@@ -222,7 +226,7 @@ class BART(Distribution):
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
                                  split_prior=split_prior, max_bins=max_bins, split_points=split_points)
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
-        return super().__new__(cls, name, X_in, np.asarray(_as_array(Y, "Y")), op_kwargs=op_kw, **kwargs)
+        return super().__new__(cls, name, X_in, np.asarray(as_data_array(Y, "Y")), op_kwargs=op_kw, **kwargs)
 
     @classmethod
     def dist(cls, X, Y, op_kwargs=None, shape=None, size=None, **kwargs):

@@ -16,7 +16,7 @@ import pymc_treesamplers as pmt
 from pymc_treesamplers.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.kernels.ct import CTScratch
 from pymc_treesamplers.kernels.driver import SWEEP_DONE, new_work, sweep
-from pymc_treesamplers.layout import END, LEFT, START
+from pymc_treesamplers.layout import END, FALSE, LEFT, ROOT, START
 from pymc_treesamplers.records import Pseudo, TreePrior, split_data
 
 
@@ -38,7 +38,8 @@ def _chain(rng, n_draws, thin, data, prior, forest, r, w, labels, work, sk, chan
     for d in range(n_draws):
         for _ in range(thin):
             forest_sum(forest, f)
-            code, _ = sweep(rng, 0, False, data, prior, forest, Pseudo(r - f, w), work, sk, changed)
+            # typed ROOT/FALSE, not literals: the call then reuses the step's compiled sweep
+            code, _ = sweep(rng, ROOT, FALSE, data, prior, forest, Pseudo(r - f, w), work, sk, changed)
             if code != SWEEP_DONE:
                 raise RuntimeError("node capacity exceeded or the update failed")
         if rates.shape[0] > 0:

@@ -76,6 +76,7 @@ def _pair_draws(name):
     return chain_draws(s.step, s.options, codes, r, w, n_draws, thin, seed, m=2)
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("s", _entries("pair"))
 def test_two_trees_match_pair_enumeration(s):
     """m = 2: each tree is updated given the other's fit (Bayesian backfitting), so the pair of
@@ -111,6 +112,7 @@ def test_pm_sample_matches_enumeration(s):
     _assert_close(exact, keys)
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("s", [pytest.param(s, id=s.name) for s in MAIN])
 def test_same_seed_same_draws_and_chains_differ(s):
     _, _, a = fit_friedman(s.step, s.options, seed=7)

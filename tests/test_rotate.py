@@ -20,6 +20,7 @@ from pymc_treesamplers.layout import END, LEFT, NODE_INT, START
 from pymc_treesamplers.records import Pseudo, TreePrior, new_backup, split_data, tree_of
 from pymc_treesamplers.tree import subtree_log_post
 
+pytestmark = pytest.mark.boundscheck
 
 def _codes():
     codes, _, _ = tiny_data(0)

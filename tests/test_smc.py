@@ -15,15 +15,16 @@ from exact import tv_threshold as iid_tv_threshold
 
 from pymc_treesamplers.forest import Forest, init_roots
 from pymc_treesamplers.kernels import smc
-from pymc_treesamplers.layout import END, LEFT, START
+from pymc_treesamplers.layout import END, FALSE, LEFT, START
 from pymc_treesamplers.records import Pseudo, TreePrior, split_data, tree_of
 
+pytestmark = pytest.mark.boundscheck
 
 @numba.njit(cache=True)
 def _runs(rng, n_runs, opts, root, P, data, prior, ps, sc, log_z, labels):
     for k in range(n_runs):
         smc.smc_init(P, opts.n_particles, root, prior, ps)
-        stages, log_z[k] = smc.smc_run(rng, opts, False, root, P, data, prior, ps, sc)
+        stages, log_z[k] = smc.smc_run(rng, opts, FALSE, root, P, data, prior, ps, sc)
         if stages < 0:
             raise RuntimeError("max_stages")
         t = smc.particle(P, smc.pick_particle(rng, P))

@@ -24,6 +24,7 @@ from pymc_treesamplers.records import split_data, tree_of
 from pymc_treesamplers.trace import decode_forest, decode_trace, encode_forest
 from pymc_treesamplers.tree import split_leaf
 
+pytestmark = pytest.mark.boundscheck
 
 def _reference_predict(fr, thr, X):
     """Sum of the trees at the rows of X, walking the node arrays (not the encoding)."""

@@ -24,7 +24,7 @@ from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 
-from ..bart import BARTRV, _as_array
+from ..bart import BARTRV, as_data_array
 from ..binning import bin_columns
 from ..forest import Forest, forest_sum, forest_summary, init_roots
 from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
@@ -74,7 +74,7 @@ class BaseTreeStep(ArrayStepShared):
             initial_point = model.initial_point()
         op: BARTRV = rv.owner.op
         _, _, X, _ = rv.owner.inputs
-        X = _as_array(X, "X")
+        X = as_data_array(X, "X")
         binning = bin_columns(X, op.max_bins, op.split_points)
         self.var_name = rv.name
         self.thr_table = binning.threshold_table()
