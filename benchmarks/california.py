@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -270,29 +269,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    if args.worker is not None:
-        return harness.worker_main(args.worker, worker_body)
-    if args.render_only:
-        return harness.rerender(args.json, args.out)
-
+    argv, args, code = harness.start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
     per_run = ("m", "iters", "burn", "train_seeds", "particles", "one_hot")
     settings = {k: getattr(args, k) for k in ("quick", "samplers", *per_run)}
     settings["data"] = harness.rel(args.data)
-    order = [s for s in pg_paper.RUN_ORDER if s in args.samplers]
-    results = []
-    for i, s in enumerate(order, 1):
-        msg = f"[{i}/{len(order)}] {s}: training sets {args.train_seeds}, {args.iters} iters ({args.burn} burn-in) ..."
-        print(msg, file=sys.stderr, flush=True)
-        spec = {"sampler": s, **{k: settings[k] for k in per_run}, "data": str(args.data)}
-        log = args.json.parent / "logs" / f"{args.json.stem}_{s}.log"
-        t0 = time.perf_counter()
-        results.append(harness.run_worker(MODULE, spec, log, args.timeout_min * 60))
-        harness.print_status(results[-1], pg_paper.describe, t0)
-    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
-    print(harness.publish(saved, render))
-    return 0
+    print(f"training sets {args.train_seeds}, {args.iters} iters ({args.burn} burn-in) per sampler", file=sys.stderr)
+    runs = [(s, {"sampler": s, **{k: settings[k] for k in per_run}, "data": str(args.data)})
+            for s in pg_paper.RUN_ORDER if s in args.samplers]
+    results = harness.run_specs(MODULE, args, runs, pg_paper.describe)
+    return harness.finish(MODULE, argv, args, settings, results, render)
 
 
 if __name__ == "__main__":

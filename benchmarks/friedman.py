@@ -492,13 +492,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    if args.worker is not None:
-        return harness.worker_main(args.worker, worker_body)
-    if args.render_only:
-        return harness.rerender(args.json, args.out)
-
+    argv, args, code = harness.start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
     configs = [(s, n, m) for n in args.sizes for m in args.trees for s in args.samplers]
     results = []
     for i, (s, n, m) in enumerate(configs, 1):
@@ -523,9 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         results_dir=harness.rel(results_dir(args)),
     )
-    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
-    print(harness.publish(saved, render))
-    return 0
+    return harness.finish(MODULE, argv, args, settings, results, render)
 
 
 if __name__ == "__main__":

@@ -315,6 +315,43 @@ def worker_main(spec_json: str, body: Callable[[dict], dict]) -> int:
     return 0
 
 
+def start(argv: list[str] | None, parse_args: Callable[[list[str]], argparse.Namespace],
+          worker_body: Callable[[dict], dict]) -> tuple[list[str], argparse.Namespace, int | None]:
+    """Parse a script's command line and take the two modes every script has besides running:
+    ``--worker SPEC`` (the child's side) and ``--render-only``. Returns ``(argv, args, code)``: the
+    exit code of the mode taken, or None when the script should run its benchmark."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.worker is not None:
+        return argv, args, worker_main(args.worker, worker_body)
+    if args.render_only:
+        return argv, args, rerender(args.json, args.out)
+    return argv, args, None
+
+
+def run_specs(module: str, args: argparse.Namespace, runs: list[tuple[str, dict]],
+              describe: Callable[[dict], str], src_key: str | None = None) -> list[dict]:
+    """Run each ``(name, spec)`` in its own child (log ``<report>_<name>.log``), printing progress and
+    status lines; ``src_key``: the spec entry naming another checkout to run against."""
+    results = []
+    for i, (name, spec) in enumerate(runs, 1):
+        print(f"[{i}/{len(runs)}] {name} ...", file=sys.stderr, flush=True)
+        log = args.json.parent / "logs" / f"{args.json.stem}_{name.replace(' ', '_')}.log"
+        src = Path(spec[src_key]) if src_key else None
+        t0 = time.perf_counter()
+        results.append(run_worker(module, spec, log, args.timeout_min * 60, src=src))
+        print_status(results[-1], describe, t0)
+    return results
+
+
+def finish(module: str, argv: list[str], args: argparse.Namespace, settings: dict, results,
+           render: Callable[[dict], str]) -> int:
+    """Save the run's JSON, write its report and print it."""
+    saved = {"meta": report_meta(module, argv, args.out, args.json), "settings": settings, "results": results}
+    print(publish(saved, render))
+    return 0
+
+
 def print_status(res: dict, describe: Callable[[dict], str], t0: float) -> None:
     """One line on stderr: status, the script's summary of a successful result, contention."""
     msg = res.get("status", "?")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from benchmarks import harness, pg_paper
 from benchmarks.harness import fmt, md_table
@@ -298,28 +297,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    if args.worker is not None:
-        return harness.worker_main(args.worker, worker_body)
-    if args.render_only:
-        return harness.rerender(args.json, args.out)
-
+    argv, args, code = harness.start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
     per_run = ("iters", "burn", "seeds", "data_seed", "particles", "max_bins", "split_points")
     settings = {k: getattr(args, k) for k in ("quick", "dims", "samplers", *per_run)}
-    configs = [(D, s) for D in args.dims for s in pg_paper.RUN_ORDER if s in args.samplers]
-    results = []
-    for i, (D, s) in enumerate(configs, 1):
-        msg = f"[{i}/{len(configs)}] D={D} {s}: seeds {args.seeds}, {args.iters} iters ({args.burn} burn-in) ..."
-        print(msg, file=sys.stderr, flush=True)
-        spec = {"D": D, "sampler": s, "beta": BETA[D], **{k: settings[k] for k in per_run}}
-        log = args.json.parent / "logs" / f"{args.json.stem}_D{D}_{s}.log"
-        t0 = time.perf_counter()
-        results.append(harness.run_worker(MODULE, spec, log, args.timeout_min * 60))
-        harness.print_status(results[-1], pg_paper.describe, t0)
-    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
-    print(harness.publish(saved, render))
-    return 0
+    print(f"seeds {args.seeds}, {args.iters} iters ({args.burn} burn-in) per configuration", file=sys.stderr)
+    runs = [(f"D{D} {s}", {"D": D, "sampler": s, "beta": BETA[D], **{k: settings[k] for k in per_run}})
+            for D in args.dims for s in pg_paper.RUN_ORDER if s in args.samplers]
+    results = harness.run_specs(MODULE, args, runs, pg_paper.describe)
+    return harness.finish(MODULE, argv, args, settings, results, render)
 
 
 if __name__ == "__main__":

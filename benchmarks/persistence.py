@@ -226,28 +226,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    if args.worker is not None:
-        return harness.worker_main(args.worker, worker_body)
-    if args.render_only:
-        return harness.rerender(args.json, args.out)
-
+    argv, args, code = harness.start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
     settings = {k: getattr(args, k) for k in ("quick", "n", "m", "tune", "draws", "seed", "new_rows", "predict_draws")}
     # arms not rerun keep their saved numbers (from a run with the same settings)
     previous = harness.load_json(args.json) if args.json.exists() else {}
     results = previous.get("results", {}) if previous.get("settings") == settings else {}
-    for arm in args.arms:
-        print(f"{arm} ...", file=sys.stderr, flush=True)
-        spec = {"arm": arm, **{k: settings[k] for k in settings if k != "quick"}}
-        t0 = time.perf_counter()
-        results[arm] = harness.run_worker(
-            MODULE, spec, args.json.parent / "logs" / f"{args.json.stem}_{arm}.log", args.timeout_min * 60
-        )
-        harness.print_status(results[arm], lambda r: f"wall {r['wall_s']:.1f} s", t0)
-    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
-    print(harness.publish(saved, render))
-    return 0
+    runs = [(arm, {"arm": arm, **{k: settings[k] for k in settings if k != "quick"}}) for arm in args.arms]
+    done = harness.run_specs(MODULE, args, runs, lambda r: f"wall {r['wall_s']:.1f} s")
+    results.update({arm: res for (arm, _), res in zip(runs, done, strict=True)})
+    return harness.finish(MODULE, argv, args, settings, results, render)
 
 
 if __name__ == "__main__":

@@ -230,38 +230,32 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    if args.worker is not None:
-        return harness.worker_main(args.worker, worker_body)
-    if args.render_only:
-        return harness.rerender(args.json, args.out)
+def _describe(res: dict) -> str:
+    key = MEASURES[res["spec"]["case"]][0][1]
+    return f"{key} {res[key]:.4g}"
 
+
+def main(argv: list[str] | None = None) -> int:
+    argv, args, code = harness.start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
     st = dict(QUICK if args.quick else FULL, quick=args.quick, repeats=args.repeats, cases=args.cases)
     st["sources"] = args.sources
-    results = []
     with tempfile.TemporaryDirectory(prefix="speed_") as tmp:
         _write_data(st, Path(tmp))
         runs = []
-        for rep in range(args.repeats):
-            order = args.sources if rep % 2 == 0 else args.sources[::-1]
-            runs += [(rep, case, src) for case in args.cases for src in order]
-        for i, (rep, case, src) in enumerate(runs, 1):
-            print(f"[{i}/{len(runs)}] repeat {rep} {case} {src['label']} ...", file=sys.stderr, flush=True)
-            spec = {"case": case, "label": src["label"], "src": src["path"], "repeat": rep}
-            if case == "pg":
-                spec.update(data=str(Path(tmp) / "hypercube.npz"), beta=0.4, iters=st["pg_iters"])
-            else:
-                spec.update(data=str(Path(tmp) / "friedman.npz"), m=st["m"], tune=st["tune"], draws=st["draws"])
-            log = args.json.parent / "logs" / f"{args.json.stem}_{rep}_{case}_{src['label']}.log"
-            t0 = time.perf_counter()
-            results.append(harness.run_worker(MODULE, spec, log, args.timeout_min * 60, src=Path(src["path"])))
-            key = MEASURES[case][0][1]
-            harness.print_status(results[-1], lambda r, key=key: f"{key} {r[key]:.4g}", t0)
-    meta = harness.report_meta(MODULE, argv, args.out, args.json)
-    print(harness.publish({"meta": meta, "settings": st, "results": results}, render))
-    return 0
+        for rep in range(args.repeats):  # the trees' order alternates, so both see the same drift
+            for case in args.cases:
+                for src in args.sources if rep % 2 == 0 else args.sources[::-1]:
+                    spec = {"case": case, "label": src["label"], "src": src["path"], "repeat": rep}
+                    if case == "pg":
+                        spec.update(data=str(Path(tmp) / "hypercube.npz"), beta=0.4, iters=st["pg_iters"])
+                    else:
+                        spec.update(data=str(Path(tmp) / "friedman.npz"), m=st["m"], tune=st["tune"],
+                                    draws=st["draws"])
+                    runs.append((f"{rep} {case} {src['label']}", spec))
+        results = harness.run_specs(MODULE, args, runs, _describe, src_key="src")
+    return harness.finish(MODULE, argv, args, st, results, render)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import numpy as np
 
@@ -217,27 +216,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    if args.worker is not None:
-        return harness.worker_main(args.worker, worker_body)
-    if args.render_only:
-        return harness.rerender(args.json, args.out)
-
+    argv, args, code = harness.start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
     settings = {k: getattr(args, k) for k in ("quick", "iters", "burn", "seed", "sds", "samplers", "grids")}
-    runs = [(g, sd, s) for g in args.grids for sd in args.sds for s in args.samplers]
-    results = []
-    for i, (grid, sd, name) in enumerate(runs, 1):
-        print(f"[{i}/{len(runs)}] {grid} sd {sd:g} {name} ...", file=sys.stderr, flush=True)
-        spec = {"grid": grid, "sd": sd, "sampler": name, "iters": args.iters, "burn": args.burn, "seed": args.seed}
-        log = args.json.parent / "logs" / f"{args.json.stem}_{grid}_sd{sd:g}_{name}.log"
-        t0 = time.perf_counter()
-        res = harness.run_worker(MODULE, spec, log, args.timeout_min * 60)
-        results.append(dict(res, **{k: spec[k] for k in ("grid", "sd", "sampler")}))
-        harness.print_status(res, describe, t0)
-    saved = {"meta": harness.report_meta(MODULE, argv, args.out, args.json), "settings": settings, "results": results}
-    print(harness.publish(saved, render))
-    return 0
+    runs = [(f"{g} sd{sd:g} {s}", {"grid": g, "sd": sd, "sampler": s, "iters": args.iters, "burn": args.burn,
+                                   "seed": args.seed})
+            for g in args.grids for sd in args.sds for s in args.samplers]
+    done = harness.run_specs(MODULE, args, runs, describe)
+    keys = ("grid", "sd", "sampler")
+    results = [dict(res, **{k: spec[k] for k in keys}) for res, (_, spec) in zip(done, runs, strict=True)]
+    return harness.finish(MODULE, argv, args, settings, results, render)
 
 
 if __name__ == "__main__":

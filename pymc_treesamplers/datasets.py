@@ -229,9 +229,9 @@ def wu_tjelmeland_west(
     Parameters
     ----------
     n : int, default 300
-        Number of rows (>= 1).
+        Number of rows (>= 1), split into the three blocks above.
     noise : float, default 0.5
-        Standard deviation of the Gaussian noise (>= 0).
+        Noise sd (>= 0; the original's 0.5; the benchmarks also use 0.1 and 0.01).
     rng : int, Generator or None
         Seed or generator.
 

@@ -249,33 +249,28 @@ def _explain(code: int, detail: np.ndarray, blob: np.ndarray) -> str:
         age = "a newer" if d0 > _VERSION else "an older"
         return (f"not a pymc_treesamplers forest encoding this version reads: format {d0} (written by {age} "
                 f"version of pymc_treesamplers), this version reads format {_VERSION}")
-    bad = "corrupted pymc_treesamplers forest: "
-    if code == _E_SHORT:
-        return bad + f"{d0} bytes is shorter than a forest"
-    if code == _E_M:
-        if d0 < 1:
-            return bad + f"the header says m = {d0} trees (m >= 1)"
-        return bad + f"the header says m = {d0} trees, whose node counts alone overflow a blob of {d1} bytes"
-    if code == _E_P:
-        return bad + f"the header says p = {d0} covariates (p >= 1)"
-    if code == _E_COUNT:
-        return bad + f"tree {d0} has node count {d1} (counts are >= 1)"
-    if code == _E_FIT:
-        return bad + f"tree {d0} brings the node count to {d1}, more than a blob of {d2} bytes holds"
-    if code == _E_SIZE:
-        return bad + f"the node counts add up to {d0} nodes, a blob of {d1} bytes, but it has {d2}"
-    if code == _E_PAD:
-        return bad + f"non-zero padding byte at offset {d0}"
-    if code == _E_VAR:
-        return bad + f"tree {d0} node {d1} has split variable {d2}, outside [0, p) (and not -1, a leaf)"
-    if code == _E_EARLY:
-        return bad + f"tree {d0} is a complete binary tree after {d1} of its {d2} nodes (nodes beyond the tree)"
-    if code == _E_OPEN:
-        return bad + f"tree {d0} ends inside a split: a split lacks a subtree within its {d1} nodes"
-    if code == _E_VALUE:
-        what = "split threshold" if d2 >= 0 else "leaf value"
-        return bad + f"tree {d0} node {d1} has a non-finite {what}"
-    return bad + f"unknown defect {code}"
+    if code == _E_M and d0 >= 1:
+        reason = f"the header says m = {d0} trees, whose node counts alone overflow a blob of {d1} bytes"
+    elif code == _E_VALUE:
+        reason = f"tree {d0} node {d1} has a non-finite {'split threshold' if d2 >= 0 else 'leaf value'}"
+    else:
+        reason = _DEFECTS.get(code, "unknown defect {code}").format(d0, d1, d2, code=code)
+    return "corrupted pymc_treesamplers forest: " + reason
+
+
+# what each defect code of _check_blob means, given its details (d0, d1, d2)
+_DEFECTS = {
+    _E_SHORT: "{0} bytes is shorter than a forest",
+    _E_M: "the header says m = {0} trees (m >= 1)",
+    _E_P: "the header says p = {0} covariates (p >= 1)",
+    _E_COUNT: "tree {0} has node count {1} (counts are >= 1)",
+    _E_FIT: "tree {0} brings the node count to {1}, more than a blob of {2} bytes holds",
+    _E_SIZE: "the node counts add up to {0} nodes, a blob of {1} bytes, but it has {2}",
+    _E_PAD: "non-zero padding byte at offset {0}",
+    _E_VAR: "tree {0} node {1} has split variable {2}, outside [0, p) (and not -1, a leaf)",
+    _E_EARLY: "tree {0} is a complete binary tree after {1} of its {2} nodes (nodes beyond the tree)",
+    _E_OPEN: "tree {0} ends inside a split: a split lacks a subtree within its {1} nodes",
+}
 
 
 def _as_text(t) -> str:

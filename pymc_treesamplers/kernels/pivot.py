@@ -26,7 +26,15 @@ import numba
 from ..layout import END, ROOT, START, TRUE
 from ..prior import code_range
 from ..tree import subtree_log_post
-from .preorder import copy_span, encode_preorder, keep_or_restore, propose_rebuild, put_rule, span_ends
+from .preorder import (
+    copy_span,
+    encode_preorder,
+    encode_with_spans,
+    keep_or_restore,
+    propose_rebuild,
+    put_rule,
+    span_ends,
+)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -95,8 +103,7 @@ def pivot_move(rng, t, data, prior, ps, seq, bk):
     ``seq``: a :class:`.preorder.SeqScratch`; ``bk``: a :class:`~pymc_treesamplers.records.Backup`.
     """
     V, C, end, V2, C2, end2, order = seq
-    L = encode_preorder(t, V, C, order)
-    span_ends(V, L, end)
+    L = encode_with_spans(t, seq)
     n_moves = count_pivots(t, data, V, C, order, L, end)
     if n_moves == 0:
         return False

@@ -57,6 +57,15 @@ def span_ends(V, L, end):
 
 
 @numba.njit(cache=True, nogil=True)
+def encode_with_spans(t, seq):
+    """:func:`encode_preorder` into ``seq.V, seq.C, seq.order`` and :func:`span_ends` into ``seq.end``;
+    returns the sequence length."""
+    L = encode_preorder(t, seq.V, seq.C, seq.order)
+    span_ends(seq.V, L, seq.end)
+    return L
+
+
+@numba.njit(cache=True, nogil=True)
 def same_span(V, C, a, b, end):
     """Whether the subtrees starting at ``a`` and ``b`` carry the same rules."""
     la = end[a] - a

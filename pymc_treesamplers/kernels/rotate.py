@@ -26,7 +26,7 @@ import numba
 
 from ..layout import ROOT, TRUE
 from ..tree import subtree_log_post
-from .preorder import copy_span, encode_preorder, keep_or_restore, propose_rebuild, put_rule, same_span, span_ends
+from .preorder import copy_span, encode_with_spans, keep_or_restore, propose_rebuild, put_rule, same_span, span_ends
 
 
 @numba.njit(cache=True, nogil=True)
@@ -132,8 +132,7 @@ def rotate_move(rng, t, data, prior, ps, seq, bk):
     ``seq``: a :class:`.preorder.SeqScratch`; ``bk``: a :class:`~pymc_treesamplers.records.Backup`.
     """
     V, C, end, V2, C2, end2, order = seq
-    L = encode_preorder(t, V, C, order)
-    span_ends(V, L, end)
+    L = encode_with_spans(t, seq)
     n_moves = count_moves(V, C, L, end)
     if n_moves == 0:
         return False

@@ -157,20 +157,15 @@ def _draw_empirical_cut(rng, code_v, pj, s, e, present):
 
 
 @numba.njit(cache=True, nogil=True)
-def _optimal_options(P, c, u, data, prior, ps, sc):
-    """Log (prior x likelihood ratio) of stopping (``opt[0, 0]``) and of every rule (``opt[1 + v, code]``).
+def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, ps, sc):
+    """Log (prior x likelihood ratio) of stopping (``opt[0, 0]``) and of every rule (``opt[1 + v, code]``)
+    for node ``u`` of particle ``c`` (rows ``pj[s:e]``, depth ``d``, log available weight ``lwavail``).
 
     Returns the log normaliser; impossible options hold ``-inf``.
     """
     opt = sc.opt
     hist_w = sc.hist_w
     hist_s = sc.hist_s
-    ti = P.ints[c]
-    pj = P.perm[c]
-    s = ti[u, START]
-    e = ti[u, END]
-    d = ti[u, DEPTH]
-    lwavail = P.floats[c, u, LWAVAIL]
     for r in range(opt.shape[0]):
         for q in range(opt.shape[1]):
             opt[r, q] = NEG_INF
@@ -245,7 +240,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, ps, sc):
     cut = -1
     lw = 0.0
     if proposal == PROPOSAL_OPTIMAL:
-        lw = _optimal_options(P, c, u, data, prior, ps, sc)
+        lw = _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, ps, sc)
         if is_ref:
             o = P.ref_map[u]
             split = ref.ints[o, LEFT] >= 0
