@@ -23,7 +23,7 @@ demo: $(STAMP)
 # the second pass recompiles the kernels with bounds checks (into their own cache: numba's cache
 # key does not include the flag) and reruns the tests marked boundscheck, which reach every kernel
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20
 	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -m boundscheck
 
 lint: $(STAMP)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -94,16 +94,14 @@ class BaseTreeStep(ArrayStepShared):
             "forest": object,
             **self._extra_stats,
         }
-        self.stats_dtypes_shapes = {"tune": (bool, []), **{self._stat(k): (d, []) for k, d in base.items()}}
+        self._stat_names = {k: f"{self.var_name}_{k}" for k in base}
+        self.stats_dtypes_shapes = {"tune": (bool, []), **{self._stat_names[k]: (d, []) for k, d in base.items()}}
         self.stats_dtypes = [{k: d for k, (d, _) in self.stats_dtypes_shapes.items()}]
         super().__init__([value_var], shared, blocked=blocked, rng=rng)
         self.tune = True
         self._reset_chain()
         self._scratch = None
         _compile_kernels_once(self)
-
-    def _stat(self, name: str) -> str:
-        return f"{self.var_name}_{name}"
 
     # ------------------------------------------------------------------ what a sampler provides
 
@@ -151,15 +149,16 @@ class BaseTreeStep(ArrayStepShared):
 
     def _buffers(self):
         if self._scratch is None:
-            self._scratch = (new_work(self.n), self._new_scratch(self.data.codes, self.m))
+            kernels = _Kernels(_Bound(sweep), _Bound(forest_sum), _Bound(forest_summary))
+            self._scratch = (new_work(self.n), self._new_scratch(self.data.codes, self.m), kernels)
         return self._scratch
 
     def _run_sweep(self, ps: Pseudo) -> None:
-        work, scratch = self._buffers()
+        work, scratch, kernels = self._buffers()
         j, resume = 0, False
         while True:
-            code, j = sweep(self.rng, j, resume, self.data, self.prior, self.forest.arrays(), ps, work, scratch,
-                            self._changed)
+            code, j = kernels.sweep(self.rng, j, resume, self.data, self.prior, self.forest.arrays(), ps, work,
+                                    scratch, self._changed)
             if code == SWEEP_DONE:
                 return
             if code == SWEEP_FAILED:
@@ -168,7 +167,8 @@ class BaseTreeStep(ArrayStepShared):
             resume = True
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
-        if self.synced and not np.array_equal(q0.data, self.f.astype(q0.data.dtype)):
+        if self.synced and not np.array_equal(q0.data, self.f if q0.data.dtype == self.f.dtype else
+                                              self.f.astype(q0.data.dtype)):
             raise RuntimeError(
                 f"the value of the BART variable {self.var_name!r} was changed outside its tree step, so it no longer "
                 "matches the trees. Let one pymc_treesamplers step own each BART variable (no other step, no manual "
@@ -177,19 +177,46 @@ class BaseTreeStep(ArrayStepShared):
         z, w = self.working(self.f)
         self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - self.f, np.asarray(w, dtype=np.float64)))
         fr = self.forest.arrays()
-        forest_sum(fr, self.f)
+        kernels = self._buffers()[2]
+        kernels.forest_sum(fr, self.f)
         self.synced = True
-        depth, leaves = forest_summary(fr, self._split_counts)
-        stats = {
-            "tune": self.tune,
-            self._stat("tree_depth"): depth,
-            self._stat("n_leaves"): leaves,
-            self._stat("accept"): float(self._changed.mean()),
-            self._stat("split_counts"): self._split_counts.copy(),
-            self._stat("forest"): encode_forest(self.forest, self.thr_table),
-            **{self._stat(k): v for k, v in self._sampler_stats().items()},
+        depth, leaves = kernels.forest_summary(fr, self._split_counts)
+        values = {
+            "tree_depth": depth,
+            "n_leaves": leaves,
+            "accept": float(self._changed.mean()),
+            "split_counts": self._split_counts.copy(),
+            "forest": encode_forest(self.forest, self.thr_table),
+            **self._sampler_stats(),
         }
+        stats = {"tune": self.tune, **{self._stat_names[k]: v for k, v in values.items()}}
         return RaveledVars(self.f.astype(q0.data.dtype), q0.point_map_info), [stats]
+
+
+class _Bound:
+    """A numba function bound to the argument types of its first call.
+
+    numba's dispatch types record (NamedTuple) arguments in Python on every call, ~20-50 us for a
+    step's records: as much as a whole update of a small tree. The step's argument types never
+    change within a chain, so after the first call the compiled entry point is called directly.
+    """
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self.entry = None
+
+    def __call__(self, *args):
+        if self.entry is None:
+            out = self.dispatcher(*args)
+            self.entry = self.dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
+            return out
+        return self.entry(*args)
+
+
+class _Kernels(NamedTuple):
+    sweep: _Bound
+    forest_sum: _Bound
+    forest_summary: _Bound
 
 
 _COMPILED: set[type] = set()
