@@ -20,11 +20,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m pymc_treesamplers.demo
 
-# the second pass recompiles the kernels with bounds checks (into their own cache: numba's cache
-# key does not include the flag) and reruns the tests marked boundscheck, which reach every kernel
+# both cores, one test file per worker (a file's tests share compiled kernels); the second pass
+# recompiles the kernels with bounds checks (into their own cache: numba's cache key does not
+# include the flag) and reruns the tests marked boundscheck, which reach every kernel
 test: $(STAMP)
-	$(PY) -m pytest -q --durations=20
-	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -m boundscheck
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=20
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -n 2 --dist loadfile -m boundscheck
 
 lint: $(STAMP)
 	$(PY) -m ruff check pymc_treesamplers tests benchmarks
