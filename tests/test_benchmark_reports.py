@@ -22,6 +22,7 @@ REPORTS = [
     "pg-hypercube",
     "pg-hypercube-quick",
     "pg-hypercube-range",
+    "speed",
 ]
 
 
