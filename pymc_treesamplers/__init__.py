@@ -5,6 +5,7 @@
 ['CGMStep', 'CTBirthDeathStep', 'GrowPruneStep', 'PGBARTStep']
 """
 
+import logging
 import warnings
 
 import pymc as pm
@@ -32,6 +33,14 @@ __all__ = [
     "weighted_mean",
 ]
 __version__ = "0.1.0"
+
+# The one-time "compiling the kernels" notice is INFO: shown like PyMC's own sampling messages
+# (same rule as pymc/__init__.py: only when the application has not configured logging itself)
+_log = logging.getLogger(__name__)
+if not logging.root.handlers:
+    _log.setLevel(logging.INFO)
+    if not _log.handlers:
+        _log.addHandler(logging.StreamHandler())
 
 # Prior predictive draws of BART run its Python rng_fn; PyTensor's numba backend warns that it
 # falls back to object mode for it, which is expected and not actionable for users.

@@ -4,6 +4,8 @@
 
 import inspect
 import logging
+import subprocess
+import sys
 
 import arviz as az
 import cloudpickle
@@ -155,6 +157,23 @@ def test_first_compile_is_announced_once(caplog, monkeypatch):
         pmt.CGMStep([mu])
         pmt.CGMStep([mu])
     assert sum("compiling the CGMStep kernels" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_compile_notice_is_shown_without_any_logging_setup():
+    """A plain script configures no logging: the notice must still reach stderr (INFO on a logger
+    without a handler is dropped), as PyMC's own "Sequential sampling ..." does."""
+    script = (
+        "import numpy as np, pymc as pm, pymc_treesamplers as pmt\n"
+        "from pymc_treesamplers.steps import base\n"
+        "base._in_numba_cache = lambda dispatcher, args: False  # as on a machine's first use\n"
+        "X = np.linspace(0, 1, 20)[:, None]\n"
+        "with pm.Model():\n"
+        "    mu = pmt.BART('mu', X, X[:, 0], m=2)\n"
+        "    pm.Normal('y', mu, 1.0, observed=X[:, 0])\n"
+        "    pmt.CGMStep([mu])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert "compiling the CGMStep kernels" in out.stderr
 
 
 def test_step_is_picklable_and_rejects_unknown_kwargs():
