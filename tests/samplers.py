@@ -22,7 +22,8 @@ noise level over several seeds, and the seed below is then fixed):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import pymc_treesamplers as pmt
 
@@ -38,6 +39,8 @@ class Sampler:
     prior: tuple | None = None  # (kept draws, thinning, seed): kernel chain with w = 0 vs the tree prior
     pair: tuple | None = None  # (kept draws, thinning, seed): m = 2 on five rows, w = 1, vs enumeration
     pm_sample: tuple | None = None  # (sigma, kept draws, thinning, seed, options): pm.sample vs enumeration
+    # the step's own stats (beyond the shared ones) and what the mean of each over a fit must satisfy
+    stats: dict[str, Callable[[float], bool]] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.name
@@ -49,12 +52,14 @@ SAMPLERS = [
     Sampler("cgm", pmt.CGMStep, {}, posterior=(4.0, 20_000, 20, 11), prior=(20_000, 10, 5),
             pair=(10_000, 20, 1), pm_sample=(1.0, 2000, 4, 3, {})),
     Sampler("pg", pmt.PGBARTStep, {}, posterior=(1.0, 10_000, 20, 10), prior=(5000, 60, 110),
-            pair=(10_000, 20, 1), pm_sample=(1.0, 2000, 15, 5, {})),
+            pair=(10_000, 20, 1), pm_sample=(1.0, 2000, 15, 5, {}),
+            stats={"kept_old": lambda v: 0.0 <= v <= 1.0, "stages": lambda v: v >= 1.0}),
     Sampler("pg-optimal-systematic", pmt.PGBARTStep, {"num_particles": 5, "proposal": "optimal",
                                                      "resampling": "systematic", "ess_threshold": 0.5},
             posterior=(1.0, 10_000, 50, 1), prior=(5000, 100, 1), pair=(10_000, 20, 1)),
     Sampler("ct", pmt.CTBirthDeathStep, {"horizon": 1.0}, posterior=(1.0, 10_000, 100, 3), prior=(10_000, 10, 5),
-            pair=(10_000, 50, 1), pm_sample=(1.0, 2000, 20, 6, {"horizon": 5.0})),
+            pair=(10_000, 50, 1), pm_sample=(1.0, 2000, 20, 6, {"horizon": 5.0}),
+            stats={"jumps": lambda v: v > 0, "total_rate": lambda v: v > 0}),
     Sampler("ct-rotate-change", pmt.CTBirthDeathStep, {"horizon": 0.5, "rotate": True, "change": True},
             posterior=(4.0, 10_000, 20, 1), prior=(10_000, 10, 1), pair=(10_000, 20, 1)),
 ]

@@ -131,8 +131,10 @@ def test_stats_are_named_per_variable_and_survive_netcdf(s, tmp_path):
     reproduces the draws after a netCDF round trip."""
     _, X, idata = fit_friedman(s.step, s.options, draws=20, tune=20)
     stats = idata.sample_stats
-    declared = {name for name in s.step._extra_stats} | {"tree_depth", "n_leaves", "accept", "split_counts", "forest"}
+    declared = set(s.stats) | {"tree_depth", "n_leaves", "accept", "split_counts", "forest"}
     assert {f"mu_{name}" for name in declared} <= set(stats.data_vars)
+    for name, plausible in s.stats.items():
+        assert plausible(float(stats[f"mu_{name}"].mean())), name
     assert float(stats["tree_depth"].max()) >= 1  # NUTS's own stat, untouched
     assert float(stats["mu_accept"].mean()) > 0  # trees do move
     assert stats["mu_split_counts"].shape == (2, 20, 5)
