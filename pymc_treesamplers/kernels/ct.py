@@ -379,15 +379,29 @@ def ct_update(rng, j, t, data, prior, ps, cs):
     redraw of the rule of a node whose children are leaves, :func:`nog_rule_gibbs`; an exact Gibbs
     redraw of a node's rule among those that cut its rows the same way,
     :func:`.relabel.relabel_gibbs`). Returns 1 if the birth-death process jumped.
+
+    With rotate or rule moves the sequence runs forwards or backwards with probability 1/2 each: each
+    move is reversible, so this mixture of a composition and its adjoint is reversible too, which a
+    likelihood record's Metropolis-Hastings correction relies on (kernels/driver.py).
     """
-    jumps, rate = birth_death(rng, t, data, prior, ps, cs)
-    for _ in range(cs.n_rotate):
-        rotate_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
-        pivot_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
-    for _ in range(cs.n_change):
-        change_move(rng, t, data, prior, ps, cs.mb)
-        nog_rule_gibbs(rng, t, data, prior, ps, cs.births, cs.mb.order)
-        relabel_gibbs(rng, t, data, cs.mb.order)
+    if (cs.n_rotate > 0 or cs.n_change > 0) and rng.random() < 0.5:
+        for _ in range(cs.n_change):
+            relabel_gibbs(rng, t, data, cs.mb.order)
+            nog_rule_gibbs(rng, t, data, prior, ps, cs.births, cs.mb.order)
+            change_move(rng, t, data, prior, ps, cs.mb)
+        for _ in range(cs.n_rotate):
+            pivot_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
+            rotate_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
+        jumps, rate = birth_death(rng, t, data, prior, ps, cs)
+    else:
+        jumps, rate = birth_death(rng, t, data, prior, ps, cs)
+        for _ in range(cs.n_rotate):
+            rotate_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
+            pivot_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
+        for _ in range(cs.n_change):
+            change_move(rng, t, data, prior, ps, cs.mb)
+            nog_rule_gibbs(rng, t, data, prior, ps, cs.births, cs.mb.order)
+            relabel_gibbs(rng, t, data, cs.mb.order)
     cs.jumps[j] = jumps
     cs.rate[j] = rate
     return int(jumps > 0)

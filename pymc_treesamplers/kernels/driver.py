@@ -2,19 +2,21 @@
 
 For tree ``j`` (Chipman et al. 2010; stochtree's loop has the same shape):
 
-1. add tree ``j``'s fit back to the residual, so the residual is the working response of the
-   weighted Gaussian pseudo-data ``r_i ~ N(g_j(x_i), 1 / w_i)`` given the other trees;
-2. tree ``j``'s pseudo-data come from the likelihood record (:func:`tree_pseudo`); their ``r`` is
-   the running residual (for the exact Gaussian working model, the record itself);
+1. tree ``j``'s pseudo-data come from the likelihood record (:func:`tree_pseudo`): weighted
+   Gaussian data ``r_i ~ N(g_j(x_i), 1 / w_i)`` once the tree's own fit is added back to ``r``
+   (for the exact Gaussian working model the record itself is the running residual);
+2. add tree ``j``'s fit back to the residual;
 3. copy the tree's nodes into a scratch tree with room for any tree on ``n`` rows and run the
    sampler's update there (:func:`tree_update`, chosen by the type of the sampler's scratch
-   record); the scratch tree shares the tree's row order, so nothing of size ``n`` is copied;
-4. ask the likelihood record whether to keep the proposal (:func:`accept_proposal`; the exact
-   Gaussian working model always keeps it); on rejection the old tree's rows are re-split by its
-   own rules and the old tree stays;
+   record), then draw the proposal's leaves from their conditional under the pseudo-data (which
+   takes its fit off the residual); the scratch tree shares the tree's row order, so nothing of
+   size ``n`` is copied;
+4. ask the likelihood record whether to keep the proposal, structure and leaves
+   (:func:`accept_proposal`; the exact Gaussian working model always keeps it, a working model of
+   another likelihood corrects by Metropolis-Hastings); on rejection the old tree's rows are
+   re-split by its own rules and the old tree stays, leaves included;
 5. copy the result back (if it does not fit the forest's node arrays, return so the caller can
-   grow them and resume at this tree: the result waits in the scratch tree), draw the leaves from
-   their conditional and take the tree's new fit off the residual.
+   grow them and resume at this tree: the result waits in the scratch tree).
 
 The residual is kept, never recomputed from the forest. A sampler plugs in with one scratch record
 type and one update function registered for it (:func:`register_update`); a likelihood with
@@ -68,9 +70,11 @@ def register_update(scratch_cls):
 def register_likelihood(lik_cls, pseudo, accept):
     """Register a likelihood record type.
 
-    ``pseudo(lik, j) -> Pseudo`` gives tree ``j``'s pseudo-data (``r``: the running residual the
-    driver adds the tree back to); ``accept(rng, lik, j, old, new, ps) -> bool`` decides whether the
-    proposed tree ``new`` (structure moved, leaves not yet drawn) replaces ``old``.
+    ``pseudo(lik, j, tree) -> Pseudo`` gives tree ``j``'s pseudo-data (``r``: the residual the driver
+    adds the tree's fit back to); ``accept(rng, lik, j, old, new, ps) -> bool`` decides whether the
+    proposed tree ``new`` (structure and leaves; its fit already taken off ``ps.r``) replaces ``old``
+    (whose rows ``new`` has reordered). The kernels are reversible with respect to the pseudo-data's
+    tree posterior, which is what an accept step that corrects towards another target relies on.
     """
     _LIKELIHOODS[lik_cls] = (pseudo, accept)
 
@@ -80,7 +84,7 @@ def tree_update(rng, j, tree, data, prior, ps, sk):
     raise NotImplementedError("tree_update only runs inside numba kernels")
 
 
-def tree_pseudo(lik, j):
+def tree_pseudo(lik, j, tree):
     """Pseudo-data of tree ``j`` under the likelihood record ``lik`` (compiled dispatch)."""
     raise NotImplementedError("tree_pseudo only runs inside numba kernels")
 
@@ -108,11 +112,11 @@ def _tree_update(rng, j, tree, data, prior, ps, sk):
 
 
 @overload(tree_pseudo, inline="always", jit_options={"cache": True, "nogil": True})
-def _tree_pseudo(lik, j):
+def _tree_pseudo(lik, j, tree):
     pseudo = _registered(_LIKELIHOODS, lik, "likelihood")[0]
 
-    def impl(lik, j):
-        return pseudo(lik, j)
+    def impl(lik, j, tree):
+        return pseudo(lik, j, tree)
 
     return impl
 
@@ -128,7 +132,7 @@ def _accept_proposal(rng, lik, j, old, new, ps):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gaussian_pseudo(lik, j):
+def _gaussian_pseudo(lik, j, tree):
     return lik
 
 
@@ -155,21 +159,24 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
     for j in range(j0, forest.ints.shape[0]):
         tree = tree_of(forest, j)
         scratch = Tree(work.ints, work.floats, tree.perm, work.nn)
-        ps = tree_pseudo(lik, j)
         if not (resume and j == j0):
+            ps = tree_pseudo(lik, j, tree)
             add_tree(tree, ps.r, 1.0)
             copy_nodes(tree, scratch)
             status = tree_update(rng, j, scratch, data, prior, ps, sk)
             if status < 0:
                 return SWEEP_FAILED, j
             changed[j] = status > 0
+            draw_leaves(rng, scratch, prior, ps)
             if not accept_proposal(rng, lik, j, tree, scratch, ps):
-                # the proposal reordered the shared rows: re-split them by the old tree's rules
+                # the proposal reordered the shared rows: re-split them by the old tree's rules,
+                # and put the old tree's fit, not the proposal's, off the residual
+                add_tree(scratch, ps.r, 1.0)
                 repartition_subtree(tree, data, ROOT, work.order)
+                add_tree(tree, ps.r, -1.0)
                 copy_nodes(tree, scratch)
                 changed[j] = False
             if scratch.nn[0] > cap:
                 return SWEEP_GROW, j
         copy_nodes(scratch, tree)
-        draw_leaves(rng, tree, prior, ps)
     return SWEEP_DONE, -1
