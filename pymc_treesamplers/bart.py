@@ -30,11 +30,11 @@ class BARTRV(RandomVariable):
     _print_name = ("BART", "\\operatorname{BART}")
     __props__ = (
         *RandomVariable.__props__,
-        *("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points"),
+        *("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf"),
     )
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
-                 split_points="data", **kwargs):
+                 split_points="data", k=2.0, auto_leaf=(False, False), **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -43,7 +43,25 @@ class BARTRV(RandomVariable):
         self.split_prior = None if split_prior is None else tuple(float(x) for x in split_prior)
         self.max_bins = int(max_bins)
         self.split_points = str(split_points)
+        # which of (mu0, sigma_mu) were defaulted: a step that finds a non-Gaussian likelihood
+        # replaces those by defaults on the link scale (leaf_prior)
+        self.k = float(k)
+        self.auto_leaf = (bool(auto_leaf[0]), bool(auto_leaf[1]))
         super().__init__(**kwargs)
+
+    def leaf_prior(self, constant_fit: float | None = None) -> tuple[float, float]:
+        """``(mu0, sigma_mu)`` of the leaves. ``constant_fit``: under a non-Gaussian likelihood, the
+        BART value that fits the data best as a constant; defaulted values then follow Chipman et al.
+        (2010, binary case) on the link scale: ``mu0 = constant_fit / m``, ``sigma_mu = 3 / (k sqrt(m))``.
+
+        >>> BARTRV(m=4, mu0=0.5, sigma_mu=1.0, auto_leaf=(True, True)).leaf_prior(2.0)
+        (0.5, 0.75)
+        """
+        if constant_fit is None:
+            return self.mu0, self.sigma_mu
+        mu0 = constant_fit / self.m if self.auto_leaf[0] else self.mu0
+        sigma_mu = 3.0 / (self.k * np.sqrt(self.m)) if self.auto_leaf[1] else self.sigma_mu
+        return mu0, sigma_mu
 
     def split_weights(self, p: int) -> np.ndarray:
         return np.ones(p) if self.split_prior is None else np.asarray(self.split_prior, dtype=float)
@@ -85,7 +103,9 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     """Check BART inputs and resolve the prior defaults; returns ``(X, Y, op_kwargs)``.
 
     ``options`` are the keyword arguments of :class:`BART` (defaults as there). Defaults (Chipman
-    et al. 2010, on the scale of Y): ``mu0 = mean(Y)/m``, ``sigma_mu = (max(Y) - min(Y)) / (2 k sqrt(m))``.
+    et al. 2010, on the scale of Y): ``mu0 = mean(Y)/m``, ``sigma_mu = (max(Y) - min(Y)) / (2 k sqrt(m))``
+    (under a non-Gaussian likelihood the step moves defaulted values to the link scale:
+    :meth:`BARTRV.leaf_prior`).
 
     >>> X, Y, kw = bart_spec(np.arange(6.0)[:, None], np.arange(6.0), m=4)
     >>> kw["mu0"], kw["sigma_mu"]
@@ -136,6 +156,7 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         if sp.sum() <= 0:
             raise ValueError("split_prior must give at least one column a positive weight")
         split_prior = tuple(sp.tolist())
+    auto_leaf = (mu0 is None, sigma_mu is None)
     if mu0 is None:
         mu0 = float(Ya.mean()) / m
     if sigma_mu is None:
@@ -154,6 +175,8 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         split_prior=split_prior,
         max_bins=int(max_bins),
         split_points=split_points,
+        k=float(k),
+        auto_leaf=auto_leaf,
     )
     return Xa, Ya, kw
 
@@ -182,7 +205,12 @@ class BART(Distribution):
     k : float, default 2
         Leaf prior scale: ``sigma_mu = (max Y - min Y) / (2 k sqrt(m))``.
     mu0, sigma_mu : float, optional
-        Leaf prior mean and sd; override the defaults above.
+        Leaf prior mean and sd; override the defaults above. Under a likelihood that is not Normal in
+        the BART value (Bernoulli, Poisson, ...) the BART lives on the link scale, and the tree steps
+        replace defaulted values by ``mu0 = c / m`` (``c``: the best constant fit on that scale) and
+        ``sigma_mu = 3 / (k sqrt(m))`` (Chipman et al. 2010). Prior predictive draws
+        (``pm.sample_prior_predictive``) use the values set here: pass both explicitly for a prior
+        predictive check on the link scale.
     split_prior : (p,) array, optional
         Non-negative weights of the covariates when choosing split variables.
     max_bins : int, default 256

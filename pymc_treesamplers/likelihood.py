@@ -1,11 +1,19 @@
-"""Build the weighted Gaussian pseudo-data ``(z, w)`` that the tree kernels see (DESIGN.md section 1).
+"""What the tree kernels see of a PyMC model: the likelihood of one BART variable (DESIGN.md section 1).
 
-The observed log-likelihood terms that depend on the BART value ``f`` are compiled once with
-their gradient ``g`` and negative Hessian diagonal ``h`` in ``f`` (all other model values enter as
-shared variables, set by PyMC before each step). At model build the Hessian is checked to be
-diagonal (rows not coupled: ``H v = h * v`` for random ``v`` at two points) and constant with an
-exact second-order expansion (a Normal likelihood whose mean is affine in the BART value); then the
-working model ``z_i ~ N(f_i, 1/w_i)`` with ``w = h`` and ``z = f + g / h`` is exact.
+:func:`working_model` returns one of two:
+
+* :class:`GaussianWorkingModel` when the likelihood is Gaussian in the BART value ``f``. The observed
+  log-likelihood terms that depend on ``f`` are compiled once with their gradient ``g`` and negative
+  Hessian diagonal ``h`` in ``f`` (all other model values enter as shared variables, set by PyMC
+  before each step). At model build the Hessian is checked to be diagonal (rows not coupled:
+  ``H v = h * v`` for random ``v`` at two points) and constant with an exact second-order expansion
+  (a Normal likelihood whose mean is affine in ``f``); then the pseudo-data ``z_i ~ N(f_i, 1/w_i)``
+  with ``w = h`` and ``z = f + g / h`` are exact.
+* :class:`FamilyWorkingModel` when the likelihood is one of the families of
+  :mod:`pymc_treesamplers.kernels.families` with ``f`` in one parameter through a link,
+  ``link(param) = a + b f``. Each step reads ``a``, ``b`` and the family's data from the model and
+  hands the kernels a :class:`~pymc_treesamplers.kernels.families.FamilyLik`, whose working model
+  and Metropolis-Hastings correction keep every tree update exact.
 """
 
 from __future__ import annotations
@@ -16,6 +24,12 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
+from pytensor.scalar import Erfc, Exp, Sigmoid
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random import basic as rvs
+
+from .kernels import families as fam
+from .kernels.graph import GraphLik, graph_lik, register_host
 
 
 class GaussianWorkingModel:
@@ -24,8 +38,10 @@ class GaussianWorkingModel:
     ``__call__(f)`` returns ``(z, w)`` with ``w >= 0``; rows with ``w = 0`` carry no information.
     """
 
-    def __init__(self, model: pm.Model, bart_rv, value_var, shared: dict, point: dict, compile_kwargs=None):
+    def __init__(self, model: pm.Model, bart_rv, value_var, shared: dict, point: dict, compile_kwargs=None,
+                 require_quadratic=True):
         observed = [rv for rv in model.observed_RVs if bart_rv in set(ancestors([rv]))]
+        potentials = [p for p in model.potentials if bart_rv in set(ancestors([p]))]
         free_dependents = [rv for rv in model.free_RVs if rv is not bart_rv and bart_rv in set(ancestors([rv]))]
         if free_dependents:
             names = [rv.name for rv in free_dependents]
@@ -33,16 +49,17 @@ class GaussianWorkingModel:
                 f"the BART variable {bart_rv.name!r} is a parameter of the unobserved variable(s) {names}; "
                 "only observed likelihood terms may depend on a BART variable for now"
             )
-        self.observed_names = [rv.name for rv in observed]
+        self.observed_names = [rv.name for rv in observed] + [p.name or "a pm.Potential" for p in potentials]
+        self.n_potentials = len(potentials)
         for rv in observed:
             if rv.owner.op.ndim_supp != 0:
                 raise NotImplementedError(
                     f"the likelihood {rv.name!r} is multivariate; the BART step needs an elementwise likelihood"
                 )
-        self.flat = not observed
+        self.flat = not observed and not potentials
         if self.flat:
             return
-        loglik = model.logp(vars=observed, sum=True, jacobian=False)
+        loglik = model.logp(vars=observed + potentials, sum=True, jacobian=False)
         grad = pytensor.grad(loglik, value_var)
         # H 1 (row sums of the negative Hessian) and H v: H 1 is H's diagonal exactly when H is
         # diagonal, which _check_elementwise verifies with H v = (H 1) * v for random v
@@ -56,10 +73,16 @@ class GaussianWorkingModel:
                                      **(compile_kwargs or {}))
         self._dtype = value_var.dtype
         f0 = np.asarray(point[value_var.name], dtype=float)
+        self.n = f0.shape[0]
         rng = np.random.default_rng(0)
         f1 = f0 + rng.normal(size=f0.shape) * (1.0 + np.abs(f0).mean())
         self._check_elementwise(hv_fn, (f0, f1), rng)
-        self._check_quadratic(f0, f1)
+        self.quadratic = self._is_quadratic(f0, f1)
+        if require_quadratic and not self.quadratic:
+            raise NotImplementedError(
+                f"the likelihood {self.observed_names} is not Gaussian in the BART value and not one of the "
+                f"families the tree steps know ({SUPPORTED})"
+            )
 
     def _check_elementwise(self, hv_fn, points, rng) -> None:
         """Refuse likelihoods whose Hessian in the BART value is not diagonal (rows coupled)."""
@@ -79,20 +102,29 @@ class GaussianWorkingModel:
                         "own row's BART value"
                     )
 
-    def _check_quadratic(self, f0: np.ndarray, f1: np.ndarray) -> None:
-        """Refuse likelihoods that are not Gaussian in the BART value (constant curvature, exact
+    def _is_quadratic(self, f0: np.ndarray, f1: np.ndarray) -> bool:
+        """Whether the likelihood is Gaussian in the BART value (constant curvature, exact
         second-order expansion between two points)."""
         ll0, g0, h0 = self._fn(f0.astype(self._dtype))
         ll1, g1, h1 = self._fn(f1.astype(self._dtype))
         step = f1 - f0
         quad = ll0 + g0 @ step - 0.5 * (h0 * step) @ step
         scale = 1.0 + abs(ll0) + abs(ll1)
-        if not (np.allclose(h0, h1, rtol=1e-6, atol=1e-12) and abs(ll1 - quad) < 1e-6 * scale):
-            raise NotImplementedError(
-                f"the likelihood {self.observed_names} is not Gaussian in the BART value. This release "
-                "samples BART under Normal likelihoods whose mean is affine in the BART variable "
-                "(e.g. pm.Normal('y', mu + other_terms, sigma, observed=y)); other likelihoods are planned"
-            )
+        return bool(np.allclose(h0, h1, rtol=1e-6, atol=1e-12) and abs(ll1 - quad) < 1e-6 * scale)
+
+    def loglik(self, f: np.ndarray) -> float:
+        """The observed log-likelihood terms that depend on the BART value, at ``f``."""
+        return float(self._fn(f.astype(self._dtype))[0])
+
+    def derivs(self, f: np.ndarray, grad: np.ndarray, curv: np.ndarray) -> None:
+        """Gradient and working curvature at ``f`` (the :mod:`~pymc_treesamplers.kernels.graph` host
+        interface): the observed curvature where positive; elsewhere the median positive curvature
+        over the rows (0 if there is none), a safe weight the correction makes exact."""
+        _, g, h = self._fn(f.astype(self._dtype))
+        grad[:] = g
+        positive = h > 0.0
+        fill = float(np.median(h[positive])) if positive.any() else 0.0
+        curv[:] = np.where(positive, h, fill)
 
     def __call__(self, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.flat:
@@ -101,3 +133,209 @@ class GaussianWorkingModel:
         w = np.where(h > 0.0, h, 0.0)
         z = f + np.divide(g, w, out=np.zeros_like(g), where=w > 0.0)
         return z, w
+
+
+SUPPORTED = ("Normal (mean affine in the BART value: exact, no correction; log of sigma), Bernoulli and "
+             "Binomial (logit or probit of p), Poisson (log of mu), NegativeBinomial (log of mu), Gamma "
+             "(log of the mean with alpha fixed), StudentT (mu)")
+
+
+def _probit_input(node):
+    # pm.math.invprobit(x) is 0.5 * erfc(-x / sqrt(2)): return x
+    consts, erfc = [], None
+    for x in node.inputs:
+        if x.owner is not None and isinstance(x.owner.op, Elemwise) and isinstance(x.owner.op.scalar_op, Erfc):
+            erfc = x.owner.inputs[0]
+        else:
+            try:
+                consts.append(float(pt.get_underlying_scalar_constant_value(x)))
+            except Exception:
+                return None
+    if erfc is None or len(node.inputs) != 2 or consts != [0.5]:
+        return None
+    return -np.sqrt(2.0) * erfc
+
+
+def _link_scale(theta, link: str):
+    """``link(theta)`` as a graph; exact (no round trip through theta) when theta is the link's inverse
+    applied to something, e.g. ``sigmoid(x)`` under the logit link gives ``x``."""
+    node = theta.owner
+    if node is not None and isinstance(node.op, Elemwise):
+        op = node.op.scalar_op
+        if link == "logit" and isinstance(op, Sigmoid):
+            return node.inputs[0]
+        if link == "log" and isinstance(op, Exp):
+            return node.inputs[0]
+        if link == "probit" and (x := _probit_input(node)) is not None:
+            return x
+    if link == "logit":
+        return pt.log(theta) - pt.log1p(-theta)
+    if link == "log":
+        return pt.log(theta)
+    if link == "probit":
+        return np.sqrt(2.0) * pt.erfinv(2.0 * theta - 1.0)
+    return theta
+
+
+def _is_probit(theta) -> bool:
+    node = theta.owner
+    return node is not None and isinstance(node.op, Elemwise) and _probit_input(node) is not None
+
+
+# observation op -> {index of the parameter that holds the BART value: (kind, link, family data)}.
+# Family data: (u, v, s) from the observed value y and the parameters (see kernels/families.py).
+_FAMILIES = {
+    rvs.BernoulliRV: {0: ("binary", lambda y, p: (y, 1.0 - y, 0.0))},
+    rvs.BinomialRV: {1: ("binary", lambda y, p: (y, p[0] - y, 0.0))},
+    rvs.NegBinomialRV: {1: ((fam.LOGIT2, "logit"), lambda y, p: (p[0], y, 0.0))},
+    rvs.PoissonRV: {0: ((fam.POISSON_LOG, "log"), lambda y, p: (y, 0.0, 0.0))},
+    rvs.GammaRV: {1: ((fam.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0))},
+    rvs.NormalRV: {1: ((fam.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0))},
+    rvs.StudentTRV: {1: ((fam.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]))},
+}
+
+
+class FamilyWorkingModel:
+    """The likelihood record of a BART variable under an observation family (module docstring).
+
+    ``record(f)`` reads the other model values (set by PyMC before each step) and returns a
+    :class:`~pymc_treesamplers.kernels.families.FamilyLik` at the BART value ``f``.
+    """
+
+    def __init__(self, model: pm.Model, bart_rv, value_var, shared: dict, point: dict, gaussian: GaussianWorkingModel,
+                 center: float, compile_kwargs=None):
+        names = gaussian.observed_names
+        observed = [model[name] for name in names]
+        if len(observed) != 1:
+            raise NotImplementedError(f"the BART variable {bart_rv.name!r} enters several likelihood terms {names}; "
+                                      "the tree steps handle one non-Gaussian likelihood term per BART variable")
+        obs = observed[0]
+        op = obs.owner.op
+        params = model.replace_rvs_by_values(list(op.dist_params(obs.owner)))
+        dependent = [k for k, p in enumerate(params) if value_var in set(ancestors([p]))]
+        spec = _FAMILIES.get(type(op), {})
+        if len(dependent) != 1 or dependent[0] not in spec:
+            where = [op.dist_params(obs.owner)[k].name or f"parameter {k}" for k in dependent]
+            raise NotImplementedError(
+                f"the likelihood {obs.name!r} ({type(op).__name__}) depends on the BART value through {where}; "
+                f"the tree steps sample BART under: {SUPPORTED}"
+            )
+        k = dependent[0]
+        (kind_link, self._data) = spec[k]
+        if kind_link == "binary":
+            kind_link = (fam.PROBIT2, "probit") if _is_probit(params[k]) else (fam.LOGIT2, "logit")
+        self.kind, self.link = kind_link
+        eta = _link_scale(params[k], self.link)
+        others = [p for j, p in enumerate(params) if j != k]
+        y = model.rvs_to_values[obs]
+        outs = graph_replace([eta, y, *others], shared, strict=False)
+        self._fn = pm.pytensorf.compile([value_var], outs, on_unused_input="ignore", **(compile_kwargs or {}))
+        self.name = obs.name
+        self.family = f"{type(op).__name__.removesuffix('RV')} ({self.link} link)"
+        self.center = float(center)
+        self._dtype = value_var.dtype
+        f0 = np.asarray(point[value_var.name], dtype=float)
+        self.n = f0.shape[0]
+        lik0 = self.record(f0)
+        f1 = f0 + np.random.default_rng(1).normal(size=f0.shape)
+        self.record(f1)  # affine check at a second point
+        # the family's log-likelihood must move with f exactly as PyMC's does (catches any mis-mapping)
+        ours = fam.family_loglik(lik0, f1) - fam.family_loglik(lik0, f0)
+        theirs = gaussian.loglik(f1) - gaussian.loglik(f0)
+        if not abs(ours - theirs) <= 1e-6 * (1.0 + abs(theirs)):
+            raise RuntimeError(f"internal check failed: the {self.family} likelihood of {obs.name!r} differs from "
+                               f"PyMC's ({ours} vs {theirs} between two points); please report this model")
+
+    def _eval(self, f):
+        eta, y, *others = self._fn(np.asarray(f, dtype=self._dtype))
+        shape = np.shape(eta)
+        if shape != (self.n,):
+            raise NotImplementedError(f"the likelihood {self.name!r} has shape {shape}; the tree steps need one "
+                                      f"observation per row of the BART variable ({self.n},)")
+        return np.asarray(eta, dtype=float), np.asarray(y, dtype=float), [np.asarray(p, dtype=float) for p in others]
+
+    def record(self, f: np.ndarray) -> fam.FamilyLik:
+        """The likelihood record at the BART value ``f`` (checks that the link scale is affine in ``f``)."""
+        eta0, y, others = self._eval(np.zeros(self.n))
+        eta1 = self._eval(np.ones(self.n))[0]
+        a, b = eta0, eta1 - eta0
+        eta = self._eval(f)[0]
+        if not np.allclose(eta, a + b * f, rtol=1e-8, atol=1e-8):
+            raise NotImplementedError(
+                f"the {self.link} of the parameter of {self.name!r} is not affine in the BART value (each row's "
+                f"{self.link}(parameter) must be a + b * bart[row]); the tree steps need that form"
+            )
+        u, v, s = self._data(y, others)
+        return fam.family_lik(self.kind, u, v, s, a, b, self.center, f)
+
+    def constant_fit(self) -> float:
+        """The BART value ``c`` (the same in every row) that maximises the likelihood at the current other
+        values: where a BART that has not split yet should sit."""
+        lik = self.record(np.zeros(self.n))
+        return _fisher_scoring(lambda c: fam.constant_score(lik, c))
+
+
+def _fisher_scoring(score_info, c: float = 0.0, max_iter: int = 100) -> float:
+    """Maximise a concave-enough 1-D log-likelihood from ``c`` by ``c += score / information``."""
+    for _ in range(max_iter):
+        score, info = score_info(c)
+        if not (info > 0 and np.isfinite(score)):
+            break
+        step = score / info
+        c += step
+        if abs(step) < 1e-10 * (1.0 + abs(c)):
+            break
+    return float(c)
+
+
+class GraphWorkingModel:
+    """The likelihood record of a BART variable under any elementwise likelihood, evaluated by the
+    compiled PyTensor graph of its log-likelihood (module docstring)."""
+
+    def __init__(self, gaussian: GaussianWorkingModel, center: float, reason: str):
+        self.gaussian = gaussian
+        self.center = float(center)
+        self.family = f"PyTensor graph of {gaussian.observed_names}"
+        self.reason = reason
+        self._key = None
+
+    def __getstate__(self):
+        # host keys are per process: a worker registers its own copy
+        return {**self.__dict__, "_key": None}
+
+    def constant_fit(self) -> float:
+        """As :meth:`FamilyWorkingModel.constant_fit`, from the graph's derivatives."""
+        n = self.gaussian.n
+        grad, curv = np.empty(n), np.empty(n)
+
+        def score_info(c):
+            self.gaussian.derivs(np.full(n, c), grad, curv)
+            return grad.sum(), curv.sum()
+
+        return _fisher_scoring(score_info)
+
+    def record(self, f: np.ndarray) -> GraphLik:
+        """The likelihood record at the BART value ``f``."""
+        if self._key is None:
+            self._key = register_host(self.gaussian)
+        return graph_lik(self._key, self.center, f)
+
+
+def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict, center: float,
+                  compile_kwargs=None) -> GaussianWorkingModel | FamilyWorkingModel | GraphWorkingModel:
+    """The working model of ``bart_rv``'s likelihood (module docstring); ``center``: the leaf prior mean.
+
+    The exact Gaussian pseudo-data when they apply, else a family of ``kernels/families.py`` when the
+    graph matches one, else the PyTensor graph.
+    """
+    gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, compile_kwargs, require_quadratic=False)
+    if gaussian.flat or gaussian.quadratic:
+        return gaussian
+    if gaussian.n_potentials == 0:
+        try:
+            return FamilyWorkingModel(model, bart_rv, value_var, shared, point, gaussian, center, compile_kwargs)
+        except NotImplementedError as err:
+            reason = str(err)
+    else:
+        reason = "a pm.Potential depends on the BART value"
+    return GraphWorkingModel(gaussian, center, reason)

@@ -20,9 +20,10 @@ import numba
 import numpy as np
 
 from .kernels.driver import register_likelihood
+from .kernels.families import family_pseudo, row_terms
 from .records import Pseudo
 
-__all__ = ["LazyGaussian"]
+__all__ = ["LazyGaussian", "UncorrectedFamily"]
 
 
 class LazyGaussian(NamedTuple):
@@ -34,7 +35,7 @@ class LazyGaussian(NamedTuple):
 
 
 @numba.njit(cache=True, nogil=True)
-def _pseudo(lik, j):
+def _pseudo(lik, j, tree):
     return Pseudo(lik.r, lik.w)
 
 
@@ -44,3 +45,42 @@ def _accept(rng, lik, j, old, new, ps):
 
 
 register_likelihood(LazyGaussian, _pseudo, _accept)
+
+
+class UncorrectedFamily(NamedTuple):
+    """:class:`~pymc_treesamplers.kernels.families.FamilyLik` whose accept step drops the working
+    likelihood from the ratio: a deliberately wrong correction, which exactness tests must detect."""
+
+    kind: np.int64
+    u: np.ndarray
+    v: np.ndarray
+    s: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    center: float
+    f: np.ndarray
+    g: np.ndarray
+    z: np.ndarray
+    r: np.ndarray
+    w: np.ndarray
+    counts: np.ndarray
+
+
+@numba.njit(cache=True, nogil=True)
+def _uncorrected_accept(rng, lik, j, old, new, ps):
+    log_ratio = 0.0
+    for i in range(lik.f.shape[0]):
+        g_new = lik.z[i] - lik.r[i]
+        base = lik.a[i] + lik.b[i] * (lik.f[i] - lik.g[i])
+        log_ratio += row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * g_new)[0]
+        log_ratio -= row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * lik.g[i])[0]
+    lik.counts[0] += 1
+    if not (log_ratio >= 0.0 or rng.random() < np.exp(log_ratio)):
+        return False
+    lik.counts[1] += 1
+    for i in range(lik.f.shape[0]):
+        lik.f[i] += lik.z[i] - lik.r[i] - lik.g[i]
+    return True
+
+
+register_likelihood(UncorrectedFamily, family_pseudo, _uncorrected_accept)

@@ -46,6 +46,7 @@ __all__ = [
     "leaf_loglik",
     "partition_key",
     "partition_keys_from_values",
+    "quadrature_leaf_term",
     "sample_prior_partitions",
     "summarize",
     "tiny_data",
@@ -130,10 +131,11 @@ def _add_log(acc: dict, key, logm: float) -> None:
         acc[key] = hi + math.log1p(math.exp(lo - hi))
 
 
-def _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights) -> dict[Key, float]:
+def _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights, leaf_term=None) -> dict[Key, float]:
     """Log of prior(T) * exp(sum of leaf terms), summed over the trees of each row partition.
 
-    Every tree is enumerated recursively.  The distribution over partitions
+    ``leaf_term(rows) -> float`` replaces the Gaussian leaf term when given (see
+    :func:`quadrature_leaf_term`). Every tree is enumerated recursively.  The distribution over partitions
     of a node's rows is a mixture of "leaf" and each split ``(v, c)``, the
     latter being the product of the children's distributions; it is memoised
     on ``(rows, depth)`` and computed in log space.
@@ -151,9 +153,10 @@ def _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights) -> dict[
         if (rows, depth) in memo:
             return memo[(rows, depth)]
         idx = np.fromiter(rows, dtype=np.int64)
-        leaf = leaf_loglik(
-            float(w[idx].sum()), float((w[idx] * r[idx]).sum()), mu0, sigma_mu
-        )
+        if leaf_term is not None:
+            leaf = leaf_term(idx)
+        else:
+            leaf = leaf_loglik(float(w[idx].sum()), float((w[idx] * r[idx]).sum()), mu0, sigma_mu)
         sub = codes[idx]
         lo, hi = sub.min(axis=0), sub.max(axis=0)
         avail = [v for v in range(p) if hi[v] > lo[v] and weights[v] > 0]
@@ -207,10 +210,12 @@ def exact_partition_posterior(
     mu0: float,
     sigma_mu: float,
     split_weights=None,
+    leaf_term: Callable[[np.ndarray], float] | None = None,
 ) -> dict[Key, float]:
     """Exact posterior probability of every row partition, by enumeration.
 
-    Returns ``{partition_key: probability}`` (probabilities sum to 1).
+    Returns ``{partition_key: probability}`` (probabilities sum to 1). ``leaf_term(rows)``: a leaf's
+    log marginal likelihood under another observation model (``r`` and ``w`` are then unused).
 
     Example:
         >>> post = exact_partition_posterior(
@@ -219,7 +224,7 @@ def exact_partition_posterior(
         >>> {k: round(v, 12) for k, v in sorted(post.items())}
         {(0, 0): 0.1, (0, 1): 0.9}
     """
-    log_masses = _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights)
+    log_masses = _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights, leaf_term)
     log_z = _log_sum(log_masses.values())
     return {k: math.exp(m - log_z) for k, m in log_masses.items() if m > -math.inf}
 
@@ -403,6 +408,34 @@ def tv_threshold(
     counts = np.random.default_rng(seed).multinomial(n_draws, probs, size=n_sim)
     tvs = 0.5 * np.abs(counts / n_draws - probs).sum(axis=1)
     return float(np.quantile(tvs, quantile))
+
+
+def quadrature_leaf_term(row_loglik: Callable[[np.ndarray, float], float], mu0: float, sigma_mu: float,
+                         n_grid: int = 20_001, width: float = 12.0) -> Callable[[np.ndarray], float]:
+    """A leaf's log marginal likelihood ``log int prod_i p(y_i | mu) N(mu; mu0, sigma_mu^2) dmu`` by
+    quadrature over the leaf value, for :func:`exact_partition_posterior` with ``m = 1``.
+
+    ``row_loglik(rows, mu)`` is the summed log-likelihood of those rows when the leaf value is
+    ``mu`` (vectorised over a grid of ``mu``). The trapezoid rule on ``n_grid`` points over
+    ``mu0 +- width * sigma_mu`` (the integrand is smooth and negligible beyond).
+
+    Example:
+        >>> term = quadrature_leaf_term(lambda rows, mu: 0.0 * mu, 0.0, 1.0)
+        >>> round(term(np.array([0, 1])), 9)
+        0.0
+    """
+    grid = np.linspace(mu0 - width * sigma_mu, mu0 + width * sigma_mu, n_grid)
+    log_prior = -0.5 * ((grid - mu0) / sigma_mu) ** 2 - math.log(sigma_mu * math.sqrt(2 * math.pi))
+    weights = np.full(n_grid, grid[1] - grid[0])
+    weights[[0, -1]] *= 0.5
+    log_w = np.log(weights)
+
+    def term(rows: np.ndarray) -> float:
+        vals = row_loglik(rows, grid) + log_prior + log_w
+        top = vals.max()
+        return float(top + np.log(np.exp(vals - top).sum()))
+
+    return term
 
 
 def tiny_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

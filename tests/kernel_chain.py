@@ -3,7 +3,9 @@
 Used by the exactness tests so that 10^6 tree updates on tiny data take about a second. The chain
 calls the same driver (``kernels.driver.sweep``) with the same scratch record the step methods use,
 built by the step class itself from its options (a model without likelihood is enough for that);
-only the outer loop and the fixed pseudo-data are test code.
+only the outer loop and the fixed pseudo-data are test code. With a likelihood record of another
+observation model (:class:`~pymc_treesamplers.kernels.families.FamilyLik`) the record itself is
+what the sweep sees, as in the step.
 """
 
 import numba
@@ -16,6 +18,7 @@ import pymc_treesamplers as pmt
 from pymc_treesamplers.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.kernels.ct import CTScratch
 from pymc_treesamplers.kernels.driver import SWEEP_DONE, new_work, sweep
+from pymc_treesamplers.kernels.families import family_lik
 from pymc_treesamplers.layout import END, FALSE, LEFT, ROOT, START
 from pymc_treesamplers.records import Pseudo, TreePrior, split_data
 
@@ -31,15 +34,29 @@ def _first_rate_impl(sk):
     return lambda sk: 0.0
 
 
+def _sweep_record(lik, forest, f):
+    """What the sweep sees: the running residual of fixed Gaussian pseudo-data, or the record."""
+
+
+@overload(_sweep_record)
+def _sweep_record_impl(lik, forest, f):
+    if getattr(lik, "instance_class", None) is not Pseudo:
+        return lambda lik, forest, f: lik
+
+    def gaussian(lik, forest, f):
+        forest_sum(forest, f)
+        return Pseudo(lik.r - f, lik.w)
+
+    return gaussian
+
+
 @numba.njit(cache=True)
-def _chain(rng, n_draws, thin, data, prior, forest, r, w, labels, work, sk, changed, rates):
-    n = r.shape[0]
-    f = np.empty(n)
+def _chain(rng, n_draws, thin, data, prior, forest, lik, labels, work, sk, changed, rates):
+    f = np.empty(forest.perm.shape[1])
     for d in range(n_draws):
         for _ in range(thin):
-            forest_sum(forest, f)
             # typed ROOT/FALSE, not literals: the call then reuses the step's compiled sweep
-            code, _ = sweep(rng, ROOT, FALSE, data, prior, forest, Pseudo(r - f, w), work, sk, changed)
+            code, _ = sweep(rng, ROOT, FALSE, data, prior, forest, _sweep_record(lik, forest, f), work, sk, changed)
             if code != SWEEP_DONE:
                 raise RuntimeError("node capacity exceeded or the update failed")
         if rates.shape[0] > 0:
@@ -60,11 +77,13 @@ def make_step(step_cls, options, n, p, m=1):
 
 
 def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alpha=0.95, beta=2.0, mu0=0.0,
-                sigma_mu=1.0, split_weights=None, return_rates=False):
+                sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None):
     """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a chain of ``m`` trees on
-    the pseudo-data ``(r, w)``. With ``m = 1`` a key is the tree's row partition; with ``m >= 2``
-    the tuple of every tree's partition. ``return_rates``: also the first tree's total jump rate
-    at each kept draw (CTBirthDeathStep only)."""
+    the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s)`` (``eta = f``; ``r, w`` unused;
+    a record type other than FamilyLik as ``family[4]``), or ``family`` a function ``(f, mu0) ->
+    likelihood record``; ``counts``: a list that receives the record's (proposals, accepted). With
+    ``m = 1`` a key is the tree's row partition; with ``m >= 2`` the tuple of every tree's partition.
+    ``return_rates``: also the first tree's total jump rate at each kept draw (CTBirthDeathStep only)."""
     codes = np.asarray(codes_np).T
     p, n = codes.shape
     data = split_data(codes, np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float))
@@ -74,9 +93,21 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     step = make_step(step_cls, options, n, p, m)
     labels = np.empty((n_draws, m, n), dtype=np.int64)
     rates = np.zeros(n_draws if return_rates else 0)
-    _chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), np.asarray(r, float),
-           np.asarray(w, float), labels, new_work(n), step._new_scratch(data.codes, m), np.zeros(m, dtype=np.bool_),
-           rates)
+    if family is None:
+        lik = Pseudo(np.asarray(r, float), np.asarray(w, float))
+    else:
+        f = np.empty(n)
+        forest_sum(forest.arrays(), f)
+        if callable(family):
+            lik = family(f, mu0)
+        else:
+            lik = family_lik(*family[:4], 0.0, 1.0, mu0, f)
+            if len(family) > 4:
+                lik = family[4](*lik)
+    _chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels, new_work(n),
+           step._new_scratch(data.codes, m), np.zeros(m, dtype=np.bool_), rates)
+    if counts is not None and family is not None:
+        counts.extend(lik.counts.tolist())
     if m == 1:
         keys = [partition_key(row[0]) for row in labels]
     else:

@@ -192,15 +192,6 @@ def test_step_is_picklable_and_rejects_unknown_kwargs():
             pmt.CGMStep([mu], move_probs=(0.0, 0.5, 0.5, 0.0))
 
 
-def test_non_gaussian_likelihood_is_refused_before_sampling():
-    X, y, _ = friedman1(50, p=5, rng=0)
-    with pm.Model():
-        mu = pmt.BART("mu", X, (y > y.mean()).astype(float), m=3)
-        pm.Bernoulli("y", logit_p=mu, observed=(y > y.mean()).astype(int))
-        with pytest.raises(NotImplementedError, match="not Gaussian"):
-            pmt.CGMStep([mu])
-
-
 @pytest.mark.parametrize("coupled", ["reversed", "sum"])
 def test_likelihood_coupling_rows_is_refused(coupled):
     """A likelihood that mixes rows of the BART value breaks the per-row working model, however weakly

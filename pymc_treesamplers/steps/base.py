@@ -28,7 +28,9 @@ from ..bart import BARTRV, as_data_array
 from ..binning import bin_columns
 from ..forest import Forest, forest_sum, forest_summary, init_roots
 from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
-from ..likelihood import GaussianWorkingModel
+from ..kernels.families import POISSON_LOG, family_lik
+from ..kernels.graph import graph_lik, register_host
+from ..likelihood import FamilyWorkingModel, GaussianWorkingModel, working_model
 from ..records import Pseudo, TreePrior, split_data
 from ..trace import encode_forest
 
@@ -81,9 +83,15 @@ class BaseTreeStep(ArrayStepShared):
         self.m = op.m
         self.n, self.p = X.shape
         self.data = split_data(binning.codes, op.split_weights(self.p))
-        self.prior = TreePrior(op.alpha, op.beta, op.mu0, op.sigma_mu**2)
         shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
-        self.working = GaussianWorkingModel(model, rv, value_var, shared, initial_point, compile_kwargs)
+        self.working = working_model(model, rv, value_var, shared, initial_point, op.mu0, compile_kwargs)
+        self.corrected = not isinstance(self.working, GaussianWorkingModel)
+        if self.corrected:
+            mu0, sigma_mu = op.leaf_prior(self.working.constant_fit())
+            self.working.center = mu0
+        else:
+            mu0, sigma_mu = op.leaf_prior()
+        self.prior = TreePrior(op.alpha, op.beta, mu0, sigma_mu**2)
         base = {
             "tree_depth": np.float64,
             "n_leaves": np.float64,
@@ -93,6 +101,8 @@ class BaseTreeStep(ArrayStepShared):
             "split_counts": object,
             "forest": object,
             **self._extra_stats,
+            # share of tree proposals the likelihood correction accepted (non-Gaussian likelihoods)
+            **({"mh_accept": np.float64} if self.corrected else {}),
         }
         self._stat_names = {k: f"{self.var_name}_{k}" for k in base}
         self.stats_dtypes_shapes = {"tune": (bool, []), **{self._stat_names[k]: (d, []) for k, d in base.items()}}
@@ -153,7 +163,7 @@ class BaseTreeStep(ArrayStepShared):
             self._scratch = (new_work(self.n), self._new_scratch(self.data.codes, self.m), kernels)
         return self._scratch
 
-    def _run_sweep(self, ps: Pseudo) -> None:
+    def _run_sweep(self, ps) -> None:
         work, scratch, kernels = self._buffers()
         j, resume = 0, False
         while True:
@@ -174,8 +184,14 @@ class BaseTreeStep(ArrayStepShared):
                 "matches the trees. Let one pymc_treesamplers step own each BART variable (no other step, no manual "
                 "edits of the point); to resume a chain, restore the step's sampling_state together with the point."
             )
-        z, w = self.working(self.f)
-        self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - self.f, np.asarray(w, dtype=np.float64)))
+        extra = {}
+        if self.corrected:
+            lik = self.working.record(self.f)
+            self._run_sweep(lik)
+            extra["mh_accept"] = lik.counts[1] / max(lik.counts[0], 1)
+        else:
+            z, w = self.working(self.f)
+            self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - self.f, np.asarray(w, dtype=np.float64)))
         fr = self.forest.arrays()
         kernels = self._buffers()[2]
         kernels.forest_sum(fr, self.f)
@@ -188,6 +204,7 @@ class BaseTreeStep(ArrayStepShared):
             "split_counts": self._split_counts.copy(),
             "forest": encode_forest(self.forest, self.thr_table),
             **self._sampler_stats(),
+            **extra,
         }
         stats = {"tune": self.tune, **{self._stat_names[k]: v for k, v in values.items()}}
         return RaveledVars(self.f.astype(q0.data.dtype), q0.point_map_info), [stats]
@@ -226,7 +243,7 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
     """Compile (or load from numba's cache) the sweep for this sampler before sampling starts, saying so
     when it is a real compile, so the first ``pm.sample`` does not sit silently at 0% (worker
     processes then load the compiled code from the cache)."""
-    kind = type(step)
+    kind = (type(step), type(step.working))
     if kind in _COMPILED:
         return
     _COMPILED.add(kind)
@@ -234,14 +251,20 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
     data = split_data(codes, np.ones(1))
     forest = Forest.empty(1, 4, 0.0)
     fa = forest.arrays()
-    ps = Pseudo(np.zeros(4), np.ones(4))
+    # the record type, not the family or the graph, sets the compiled code
+    if isinstance(step.working, FamilyWorkingModel):
+        ps = family_lik(POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, np.zeros(4))
+    elif step.corrected:
+        ps = graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))
+    else:
+        ps = Pseudo(np.zeros(4), np.ones(4))
     args = (np.random.default_rng(0), 0, False, data, step.prior, fa, ps, new_work(4), step._new_scratch(codes, 1),
             np.zeros(1, dtype=np.bool_))
     cached = _in_numba_cache(sweep, args)
     t0 = time.perf_counter()
     if not cached:
-        _log.info("pymc_treesamplers: compiling the %s kernels (first use with this numba cache; cached after)",
-                  kind.__name__)
+        _log.info("pymc_treesamplers: compiling the %s kernels%s (first use with this numba cache; cached after)",
+                  kind[0].__name__, f" for {kind[1].__name__}" if step.corrected else "")
     init_roots(fa, data, 0.0)
     sweep(*args)
     forest_sum(fa, np.empty(4))
@@ -249,6 +272,17 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
     encode_forest(forest, np.zeros((1, 2)))
     if not cached:
         _log.info("pymc_treesamplers: compiled in %.0f s", time.perf_counter() - t0)
+
+
+class _FlatHost:
+    """A likelihood host without information, for compiling the graph record's code."""
+
+    def derivs(self, f, grad, curv):
+        grad[:] = 0.0
+        curv[:] = 0.0
+
+    def loglik(self, f):
+        return 0.0
 
 
 def _in_numba_cache(dispatcher, args) -> bool:
