@@ -16,6 +16,7 @@ from .noise import chipman_sigma2_prior
 from .predictive import sample_posterior_predictive
 from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
+from .steps.noise import NormalScaleGibbs
 from .steps.pg import PGBARTStep
 from .trace import predict
 
@@ -24,6 +25,7 @@ __all__ = [
     "CGMStep",
     "CTBirthDeathStep",
     "GrowPruneStep",
+    "NormalScaleGibbs",
     "PGBARTStep",
     "chipman_sigma2_prior",
     "jump_weights",
@@ -47,6 +49,8 @@ if not logging.root.handlers:
 warnings.filterwarnings("ignore", message="Numba will use object mode to run BARTRV", category=UserWarning)
 
 # Automatic step assignment: PyMC picks, for each variable, the registered class with the
-# highest competence; ours is IDEAL for BART variables and INCOMPATIBLE for everything else.
-if CGMStep not in pm.step_methods.STEP_METHODS:
-    pm.step_methods.STEP_METHODS.append(CGMStep)
+# highest competence; CGMStep is IDEAL for BART variables, NormalScaleGibbs for the scale of a
+# Normal likelihood whose mean holds a BART variable, both INCOMPATIBLE for everything else.
+for _step in (CGMStep, NormalScaleGibbs):
+    if _step not in pm.step_methods.STEP_METHODS:
+        pm.step_methods.STEP_METHODS.append(_step)

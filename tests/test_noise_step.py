@@ -1,0 +1,141 @@
+"""NormalScaleGibbs: the noise scale updated jointly with the trees, against the exact joint posterior.
+
+Exact answer for m = 1 on the tiny data: every tree is enumerated (tests/exact.py gives each row
+partition's prior), and for each partition the marginal likelihood is integrated over the scale by
+quadrature. The chain (``pm.sample`` with CGMStep + NormalScaleGibbs) must match the partition
+distribution (TV below the iid multinomial 99.9% quantile) and the posterior mean of the scale (within
+4 Monte Carlo standard errors).
+"""
+
+import math
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from exact import (
+    empirical,
+    exact_partition_prior,
+    leaf_loglik,
+    partition_keys_from_values,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from pymc.step_methods.compound import Competence
+from scipy import stats
+
+import pymc_treesamplers as pmt
+
+CODES, Y, _ = tiny_data(0)
+A, B = 3.0, 0.5  # InverseGamma prior of sigma^2
+
+
+def _log_lik(key, s2):
+    """log p(y | partition, sigma^2) with the leaves integrated out (all constants kept)."""
+    total = -0.5 * len(Y) * math.log(2 * math.pi * s2) - 0.5 * float(Y @ Y) / s2
+    for block in set(key):
+        rows = [i for i, k in enumerate(key) if k == block]
+        total += leaf_loglik(len(rows) / s2, float(Y[rows].sum()) / s2, 0.0, 1.0)
+    return total
+
+
+def _exact(log_prior_scale, to_s2):
+    """Posterior of the partitions and the posterior mean of the scale, by enumeration x quadrature.
+
+    ``log_prior_scale(t)``: log prior density of the grid variable ``t`` (log of the scale variable,
+    Jacobian included); ``to_s2(t)``: sigma^2 at ``t``.
+    """
+    grid = np.linspace(-8.0, 5.0, 4001)
+    log_prior = log_prior_scale(grid)
+    s2 = to_s2(grid)
+    post, mean = {}, {}
+    for key, p in exact_partition_prior(CODES, 0.95, 2.0).items():
+        vals = log_prior + np.array([_log_lik(key, v) for v in s2])
+        top = vals.max()
+        wts = np.exp(vals - top)
+        post[key] = math.log(p) + top + math.log(wts.sum())
+        mean[key] = float((wts * np.exp(grid)).sum() / wts.sum())
+    top = max(post.values())
+    z = sum(math.exp(v - top) for v in post.values())
+    probs = {k: math.exp(v - top) / z for k, v in post.items()}
+    return probs, sum(probs[k] * mean[k] for k in probs)
+
+
+def _run(make_scale, var, seed):
+    with pm.Model():
+        mu = pmt.BART("mu", CODES.astype(float), Y, m=1, mu0=0.0, sigma_mu=1.0)
+        scale_var, sigma = make_scale()
+        pm.Normal("y", mu, sigma, observed=Y)
+        step = pmt.NormalScaleGibbs([scale_var])
+        idata = pm.sample(tune=500, draws=12_000, chains=1, step=[pmt.CGMStep([mu]), step], random_seed=seed,
+                          progressbar=False, compute_convergence_checks=False)
+    kept = idata.posterior["mu"].values.reshape(-1, len(Y))[::4]
+    return step, partition_keys_from_values(kept), idata.posterior[var]
+
+
+def _check(probs, exact_mean, keys, draws):
+    tv = tv_distance(probs, empirical(keys))
+    assert tv < tv_threshold(probs, len(keys)), tv
+    mcse = float(az.mcse(draws))
+    assert abs(float(draws.mean()) - exact_mean) < 4 * mcse, (float(draws.mean()), exact_mean, mcse)
+
+
+def test_conjugate_inverse_gamma_sigma2_matches_enumeration():
+    probs, mean_s2 = _exact(lambda t: stats.invgamma.logpdf(np.exp(t), A, scale=B) + t, np.exp)
+
+    def scale():
+        s2 = pm.InverseGamma("sigma2", A, B)
+        return s2, pm.math.sqrt(s2)
+
+    step, keys, draws = _run(scale, "sigma2", seed=4)
+    assert step.conjugate
+    _check(probs, mean_s2, keys, draws)
+
+
+def test_slice_halfnormal_sigma_matches_enumeration():
+    # grid variable t = log sigma; sigma ~ HalfNormal(1)
+    probs, mean_sigma = _exact(lambda t: stats.halfnorm.logpdf(np.exp(t)) + t, lambda t: np.exp(2 * t))
+
+    def scale():
+        s = pm.HalfNormal("sigma", 1.0)
+        return s, s
+
+    step, keys, draws = _run(scale, "sigma", seed=5)
+    assert not step.conjugate
+    _check(probs, mean_sigma, keys, draws)
+
+
+def test_wrong_prior_is_detected():
+    """Against the posterior of another prior (InverseGamma(3, 2)) the same check fails."""
+    probs, mean_s2 = _exact(lambda t: stats.invgamma.logpdf(np.exp(t), A, scale=2.0) + t, np.exp)
+
+    def scale():
+        s2 = pm.InverseGamma("sigma2", A, B)
+        return s2, pm.math.sqrt(s2)
+
+    _, keys, draws = _run(scale, "sigma2", seed=4)
+    with pytest.raises(AssertionError):
+        _check(probs, mean_s2, keys, draws)
+
+
+def test_assigned_automatically_only_next_to_a_bart_mean():
+    x = np.linspace(0, 1, 30)
+    y = np.sin(6 * x)
+    with pm.Model() as model:
+        mu = pmt.BART("mu", x[:, None], y, m=5)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", mu, sigma, observed=y)
+        tau = pm.HalfNormal("tau", 1.0)
+        pm.Normal("z", 0.0, tau, observed=y)
+    with model:
+        assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[sigma], True) == Competence.IDEAL
+        assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[tau], True) == Competence.INCOMPATIBLE
+        with pytest.raises(ValueError, match="not a scalar"):
+            pmt.NormalScaleGibbs([mu])
+    with pm.Model():
+        mu = pmt.BART("mu", x[:, None], y, m=5)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Normal("y", mu + s, s, observed=y)
+        with pytest.raises(ValueError, match="enters the mean"):
+            pmt.NormalScaleGibbs([s])
