@@ -17,6 +17,11 @@ Cases (Friedman #1, ``friedman1_train_test`` seed 1234, p = 10):
   sampling time, bulk ESS of sigma over both chains, ESS per second, and the time inside the scale's
   step.
 
+* ``scale-step``: the scale's update alone at n = 10^6 (the BART value held at the true f, Friedman #1
+  y): seconds per update and ESS per second of sigma over 200 updates, for NUTS, the conjugate draw
+  and the slice update (the same three models). Where the trees are cheap relative to n (few trees,
+  large n) this is the difference the scale's step makes.
+
 Every configuration runs in its own process (benchmarks.harness) after an untimed warm-up.
 """
 
@@ -33,9 +38,11 @@ from benchmarks.harness import fmt, md_table
 from benchmarks.instrument import StepRecorder
 
 MODULE = "benchmarks.likelihood_cost"
-CASES = ("sweep", "sigma")
-FULL = {"n": 10_000, "m": 200, "tune": 10, "draws": 30, "sigma_tune": 100, "sigma_draws": 200}
-QUICK = {"n": 1000, "m": 50, "tune": 5, "draws": 10, "sigma_tune": 30, "sigma_draws": 60}
+CASES = ("sweep", "sigma", "scale-step")
+FULL = {"n": 10_000, "m": 200, "tune": 10, "draws": 30, "sigma_tune": 100, "sigma_draws": 200,
+        "scale_n": 1_000_000, "scale_updates": 200}
+QUICK = {"n": 1000, "m": 50, "tune": 5, "draws": 10, "sigma_tune": 30, "sigma_draws": 60,
+         "scale_n": 10_000, "scale_updates": 50}
 SEED = 1234
 SWEEP_RUNS = [(s, lik) for s in ("GrowPruneStep", "CGMStep") for lik in ("normal", "bernoulli-logit", "poisson-log")]
 SIGMA_RUNS = ("nuts", "conjugate", "slice")
@@ -81,35 +88,14 @@ def _sweep(spec: dict) -> dict:
 def _sigma(spec: dict) -> dict:
     import pymc as pm
 
-    import pymc_treesamplers as pmt
     from benchmarks.metrics import bulk_ess
 
     X, y, _ = _data(spec["n"])
     run = {"chains": 2, "cores": 1, "random_seed": SEED, "progressbar": False, "compute_convergence_checks": False}
-    a, b = pmt.chipman_sigma2_prior(X, y)
-
-    def model():
-        mdl = pm.Model()
-        with mdl:
-            mu = pmt.BART("mu", X, y, m=spec["m"])
-            if spec["method"] == "conjugate":
-                s2 = pm.InverseGamma("sigma2", a, b)
-                sigma = pm.Deterministic("sigma", pm.math.sqrt(s2))
-                scale = s2
-            else:
-                sigma = scale = pm.HalfNormal("sigma", 5.0)
-            pm.Normal("y", mu, sigma, observed=y)
-        return mdl, mu, scale
-
-    def steps(mu, scale):
-        tree = pmt.GrowPruneStep([mu])
-        other = pm.NUTS([scale]) if spec["method"] == "nuts" else pmt.NormalScaleGibbs([scale])
-        return tree, other
-
-    mdl, mu, scale = model()
+    mdl, mu, scale = _scale_model(spec["method"], X, y, spec["m"])
     with mdl:
-        pm.sample(tune=2, draws=2, step=list(steps(mu, scale)), **{**run, "chains": 1})  # untimed warm-up
-        tree, other = steps(mu, scale)
+        pm.sample(tune=2, draws=2, step=list(_scale_steps(spec["method"], mu, scale)), **{**run, "chains": 1})
+        tree, other = _scale_steps(spec["method"], mu, scale)
         rec = StepRecorder(other)
         t = time.perf_counter()
         idata = pm.sample(tune=spec["tune"], draws=spec["draws"], step=[tree, other], **run)
@@ -120,8 +106,62 @@ def _sigma(spec: dict) -> dict:
             "sigma_mean": float(draws.mean())}
 
 
+def _scale_model(method: str, X, y, m: int):
+    """BART mean, Normal likelihood, and the scale: sigma2 ~ Chipman's InverseGamma for ``conjugate``,
+    sigma ~ HalfNormal(5) otherwise. Returns ``(model, mu, the scale's variable)``."""
+    import pymc as pm
+
+    import pymc_treesamplers as pmt
+
+    mdl = pm.Model()
+    with mdl:
+        mu = pmt.BART("mu", X, y, m=m)
+        if method == "conjugate":
+            s2 = pm.InverseGamma("sigma2", *pmt.chipman_sigma2_prior(X, y))
+            sigma = pm.Deterministic("sigma", pm.math.sqrt(s2))
+            scale = s2
+        else:
+            sigma = scale = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", mu, sigma, observed=y)
+    return mdl, mu, scale
+
+
+def _scale_steps(method: str, mu, scale):
+    import pymc as pm
+
+    import pymc_treesamplers as pmt
+
+    other = pm.NUTS([scale]) if method == "nuts" else pmt.NormalScaleGibbs([scale])
+    return pmt.GrowPruneStep([mu]), other
+
+
+def _scale_step(spec: dict) -> dict:
+    """The scale's update alone, BART value held at the true f (ESS of its unconstrained value)."""
+    from benchmarks.metrics import bulk_ess
+
+    X, y, f = _data(spec["n"])
+    mdl, mu, scale = _scale_model(spec["method"], X, y, 1)
+    with mdl:
+        point = mdl.initial_point()
+        point["mu"] = f
+        _, step = _scale_steps(spec["method"], mu, scale)
+        step.setup_chain(np.random.default_rng(SEED), tune=spec["updates"], draws=spec["updates"])
+        name = mdl.rvs_to_values[scale].name
+        values, secs = [], []
+        for i in range(2 * spec["updates"]):  # tuning (NUTS's step size, the slice width), then timed
+            if i == spec["updates"]:
+                step.stop_tuning()
+            t = time.perf_counter()
+            point, _ = step.step(point)
+            secs.append(time.perf_counter() - t)
+            values.append(float(point[name]))
+    values, secs = np.asarray(values[spec["updates"]:]), np.asarray(secs[spec["updates"]:])
+    ess = float(bulk_ess(values[None, :]))
+    return {"s_per_update": float(np.median(secs)), "ess": ess, "ess_per_s": ess / float(secs.sum())}
+
+
 def worker_body(spec: dict) -> dict:
-    return _sweep(spec) if spec["case"] == "sweep" else _sigma(spec)
+    return {"sweep": _sweep, "sigma": _sigma, "scale-step": _scale_step}[spec["case"]](spec)
 
 
 def render(saved: dict) -> str:
@@ -146,6 +186,14 @@ def render(saved: dict) -> str:
                   f"({st['sigma_tune']} + {st['sigma_draws']})", "",
                   md_table(["sigma by", "sampling s", "s in the scale step", "ESS(sigma)", "ESS / s", "÷ NUTS",
                             "mean sigma"], rows), ""]
+    steps = [r for r in ok if r["spec"]["case"] == "scale-step"]
+    if steps:
+        nuts = next((r["ess_per_s"] for r in steps if r["spec"]["method"] == "nuts"), None)
+        rows = [[r["spec"]["method"], fmt(r["s_per_update"] * 1e3), fmt(r["ess"]), fmt(r["ess_per_s"]),
+                 fmt(r["ess_per_s"] / nuts) if nuts else "—"] for r in steps]
+        lines += [f"## The scale's update alone, n = {st['scale_n']:,} (BART value at the true f), "
+                  f"{st['scale_updates']} updates", "",
+                  md_table(["sigma by", "ms / update (median)", "ESS(sigma)", "ESS / s", "÷ NUTS"], rows), ""]
     notes = [f"* {r['spec']}: {note}" for r in ok if (note := harness.contention_note(r))]
     notes += [f"* {r['spec']}: **{r.get('status')}**" for r in results if r.get("status") != "ok"]
     if notes:
@@ -168,6 +216,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def _describe(res: dict) -> str:
     if res["spec"]["case"] == "sweep":
         return f"s/sweep {res['s_per_sweep_median']:.4g}"
+    if res["spec"]["case"] == "scale-step":
+        return f"ms/update {1e3 * res['s_per_update']:.4g}, ESS/s {res['ess_per_s']:.4g}"
     return f"ESS/s {res['ess_per_s']:.4g}"
 
 
@@ -186,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         for method in SIGMA_RUNS:
             runs.append((f"sigma {method}", {"case": "sigma", "method": method, "n": st["n"], "m": st["m"],
                                              "tune": st["sigma_tune"], "draws": st["sigma_draws"]}))
+    if "scale-step" in args.cases:
+        for method in SIGMA_RUNS:
+            runs.append((f"scale-step {method}", {"case": "scale-step", "method": method, "n": st["scale_n"],
+                                                  "updates": st["scale_updates"]}))
     results = harness.run_specs(MODULE, args, runs, _describe)
     return harness.finish(MODULE, argv, args, st, results, render)
 

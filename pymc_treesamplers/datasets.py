@@ -1,7 +1,9 @@
-"""Small data sets for examples, tests and benchmarks: one shipped real data set, simulators.
+"""Small data sets for examples, tests and benchmarks: shipped real data sets, simulators.
 
-* :func:`load_boston`: Boston housing (Harrison & Rubinfeld 1978), 506 rows, shipped with the
-  package (no download).
+* :func:`load_boston`: Boston housing (Harrison & Rubinfeld 1978), 506 rows; :func:`load_bikes`
+  (hourly rental counts), :func:`load_ionosphere` (binary classification), :func:`load_marketing`
+  (sales against advertising): the data of pymc-bart's gallery models. All shipped with the package
+  (no download).
 * :func:`friedman1`: Friedman's (1991) first test function, the usual BART benchmark;
   :func:`friedman1_train_test`: the benchmarks' training set and noise-free test set of it.
 * :func:`hypercube`: the hypercube-D data of the Particle Gibbs paper (Lakshminarayanan, Roy &
@@ -25,7 +27,16 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
-__all__ = ["friedman1", "friedman1_train_test", "hypercube", "load_boston", "wu_tjelmeland_west"]
+__all__ = [
+    "friedman1",
+    "friedman1_train_test",
+    "hypercube",
+    "load_bikes",
+    "load_boston",
+    "load_ionosphere",
+    "load_marketing",
+    "wu_tjelmeland_west",
+]
 
 RngLike = int | np.random.Generator | None
 
@@ -61,9 +72,58 @@ def load_boston() -> tuple[pd.DataFrame, np.ndarray]:
     >>> X.shape, y.shape, round(float(y.mean()), 2)
     ((506, 13), (506,), 22.53)
     """
-    with resources.files("pymc_treesamplers").joinpath("data", "boston_housing.csv").open("r") as fh:
-        df = pd.read_csv(fh)
+    df = _read_shipped("boston_housing.csv")
     y = df.pop("medv").to_numpy(dtype=float)
+    return df, y
+
+
+def _read_shipped(name: str, **read_kw) -> pd.DataFrame:
+    with resources.files("pymc_treesamplers").joinpath("data", name).open("r") as fh:
+        return pd.read_csv(fh, **read_kw)
+
+
+def load_bikes() -> tuple[pd.DataFrame, np.ndarray]:
+    """Hourly bike rentals: ``hour, temperature, humidity, workingday`` and the ``count`` of rentals.
+
+    348 rows subsampled from the UCI Bike Sharing data (Fanaee-T & Gama 2013; temperature and humidity
+    normalised to [0, 1]), the sample of the PyMC example gallery's BART count notebooks; shipped in
+    ``pymc_treesamplers/data/bikes.csv``.
+
+    >>> X, y = load_bikes()
+    >>> X.shape, int(y.min()) >= 0
+    ((348, 4), True)
+    """
+    df = _read_shipped("bikes.csv")
+    y = df.pop("count").to_numpy(dtype=float)
+    return df, y
+
+
+def load_ionosphere() -> tuple[pd.DataFrame, np.ndarray]:
+    """UCI Ionosphere (Sigillito et al. 1989): 34 radar features and the class (1 good, 0 bad).
+
+    351 rows, shipped in ``pymc_treesamplers/data/ionosphere.csv``.
+
+    >>> X, y = load_ionosphere()
+    >>> X.shape, sorted(set(y.tolist()))
+    ((351, 34), [0.0, 1.0])
+    """
+    df = _read_shipped("ionosphere.csv")
+    y = df.pop("Class").to_numpy(dtype=float)
+    return df, y
+
+
+def load_marketing() -> tuple[pd.DataFrame, np.ndarray]:
+    """Sales against advertising budgets ``youtube, facebook, newspaper`` (thousands of dollars).
+
+    The ``marketing`` data of the R package datarium (200 rows), the data of the PyMC example gallery's
+    BART heteroskedasticity notebook; shipped in ``pymc_treesamplers/data/marketing.csv``.
+
+    >>> X, y = load_marketing()
+    >>> X.shape, round(float(y.mean()), 2)
+    ((200, 3), 16.83)
+    """
+    df = _read_shipped("marketing.csv", sep=";", decimal=",")
+    y = df.pop("sales").to_numpy(dtype=float)
     return df, y
 
 

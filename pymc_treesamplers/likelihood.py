@@ -76,7 +76,10 @@ class GaussianWorkingModel:
         self.n = f0.shape[0]
         rng = np.random.default_rng(0)
         f1 = f0 + rng.normal(size=f0.shape) * (1.0 + np.abs(f0).mean())
-        self._check_elementwise(hv_fn, (f0, f1), rng)
+        # coupling is structural: look for it at moderate values, where no likelihood saturates (the
+        # initial point is on the scale of Y, which can be extreme on a link scale: p(1 - p) of a
+        # logit at 14 is 6e-7, below the rounding of some of PyTensor's rewrites of it)
+        self._check_elementwise(hv_fn, (rng.normal(size=f0.shape), 2.0 * rng.normal(size=f0.shape)), rng)
         self.quadratic = self._is_quadratic(f0, f1)
         if require_quadratic and not self.quadratic:
             raise NotImplementedError(
@@ -272,20 +275,38 @@ class FamilyWorkingModel:
         """The BART value ``c`` (the same in every row) that maximises the likelihood at the current other
         values: where a BART that has not split yet should sit."""
         lik = self.record(np.zeros(self.n))
-        return _fisher_scoring(lambda c: fam.constant_score(lik, c))
+        return _score_root(lambda c: fam.constant_score(lik, c))
 
 
-def _fisher_scoring(score_info, c: float = 0.0, max_iter: int = 100) -> float:
-    """Maximise a concave-enough 1-D log-likelihood from ``c`` by ``c += score / information``."""
-    for _ in range(max_iter):
-        score, info = score_info(c)
-        if not (info > 0 and np.isfinite(score)):
+def _score_root(score_info, tol: float = 1e-10) -> float:
+    """The root of a decreasing score (a concave 1-D log-likelihood's maximiser) by bracketing from 0
+    and bisection; an overflowing score counts as past the root. Newton from 0 overshoots badly when
+    the root is far away (log of a mean count of 200)."""
+
+    def sign(c):
+        score = score_info(c)[0]
+        return 1.0 if np.isfinite(score) and score > 0 else (-1.0 if not np.isfinite(score) or score < 0 else 0.0)
+
+    direction = sign(0.0)
+    if direction == 0.0:
+        return 0.0
+    lo, step = 0.0, 1.0
+    for _ in range(60):
+        hi = lo + direction * step
+        if sign(hi) != direction:
             break
-        step = score / info
-        c += step
-        if abs(step) < 1e-10 * (1.0 + abs(c)):
+        lo, step = hi, 2.0 * step
+    else:
+        return float(lo)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if sign(mid) == direction:
+            lo = mid
+        else:
+            hi = mid
+        if abs(hi - lo) < tol * (1.0 + abs(mid)):
             break
-    return float(c)
+    return float(0.5 * (lo + hi))
 
 
 class GraphWorkingModel:
@@ -312,7 +333,7 @@ class GraphWorkingModel:
             self.gaussian.derivs(np.full(n, c), grad, curv)
             return grad.sum(), curv.sum()
 
-        return _fisher_scoring(score_info)
+        return _score_root(score_info)
 
     def record(self, f: np.ndarray) -> GraphLik:
         """The likelihood record at the BART value ``f``."""

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from .kernels.driver import register_likelihood
-from .kernels.families import family_pseudo, row_terms
+from .kernels.families import family_pseudo, row_loglik
 from .records import Pseudo
 
 __all__ = ["LazyGaussian", "UncorrectedFamily"]
@@ -59,6 +59,8 @@ class UncorrectedFamily(NamedTuple):
     b: np.ndarray
     center: float
     f: np.ndarray
+    lrow: np.ndarray
+    lnew: np.ndarray
     g: np.ndarray
     z: np.ndarray
     r: np.ndarray
@@ -72,8 +74,8 @@ def _uncorrected_accept(rng, lik, j, old, new, ps):
     for i in range(lik.f.shape[0]):
         g_new = lik.z[i] - lik.r[i]
         base = lik.a[i] + lik.b[i] * (lik.f[i] - lik.g[i])
-        log_ratio += row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * g_new)[0]
-        log_ratio -= row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * lik.g[i])[0]
+        log_ratio += row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * g_new)
+        log_ratio -= row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * lik.g[i])
     lik.counts[0] += 1
     if not (log_ratio >= 0.0 or rng.random() < np.exp(log_ratio)):
         return False

@@ -119,18 +119,22 @@ def test_wrong_prior_is_detected():
         _check(probs, mean_s2, keys, draws)
 
 
-def test_assigned_automatically_only_next_to_a_bart_mean():
+def test_assigned_automatically_only_for_the_conjugate_scale_of_a_bart_mean():
     x = np.linspace(0, 1, 30)
     y = np.sin(6 * x)
     with pm.Model() as model:
         mu = pmt.BART("mu", x[:, None], y, m=5)
+        s2 = pm.InverseGamma("s2", 3.0, 1.0)
+        pm.Normal("y", mu, pm.math.sqrt(s2), observed=y)
+        t2 = pm.InverseGamma("t2", 3.0, 1.0)
+        pm.Normal("z", 0.0, pm.math.sqrt(t2), observed=y)
+        mu2 = pmt.BART("mu2", x[:, None], y, m=5)
         sigma = pm.HalfNormal("sigma", 1.0)
-        pm.Normal("y", mu, sigma, observed=y)
-        tau = pm.HalfNormal("tau", 1.0)
-        pm.Normal("z", 0.0, tau, observed=y)
+        pm.Normal("w", mu2, sigma, observed=y)
     with model:
-        assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[sigma], True) == Competence.IDEAL
-        assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[tau], True) == Competence.INCOMPATIBLE
+        assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[s2], True) == Competence.IDEAL
+        for other in (t2, sigma):  # no BART in the mean; not the conjugate form: NUTS keeps them
+            assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[other], True) == Competence.INCOMPATIBLE
         with pytest.raises(ValueError, match="not a scalar"):
             pmt.NormalScaleGibbs([mu])
     with pm.Model():

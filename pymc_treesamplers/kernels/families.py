@@ -23,9 +23,9 @@ kind               ``l(eta)``                                  used for
 
 For tree ``j`` the working model is the second-order expansion of the log-likelihood at the fit
 *without* tree ``j`` plus the prior mean of a leaf (``f - g_j + mu0``: where ``f`` is expected to be
-before tree ``j`` is seen), with a positive working curvature (the observed one for the
-log-concave families, the Fisher information for Student-t, whose observed curvature turns negative
-in the tails): ``z_i ~ N(g_j(x_i), 1 / w_i)``. It does not depend on tree
+before tree ``j`` is seen), with a positive working curvature (the observed one for the log-concave
+families, the Fisher information for Student-t, whose observed curvature turns negative in the
+tails): ``z_i ~ N(g_j(x_i), 1 / w_i)``. It does not depend on tree
 ``j``, every kernel is reversible with respect to the tree posterior under it, and the proposal
 ``(T', mu')`` (structure move, then leaves from their working conditional) is accepted with
 probability ``min(1, exp{[l(f') - l(f)] - [l_w(g') - l_w(g)]})`` (:func:`_accept`): the priors
@@ -57,11 +57,11 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 class FamilyLik(NamedTuple):
     """Likelihood record of a family in :func:`row_terms` (see the module docstring).
 
-    ``u, v, s``: per-row family data; ``a, b``: ``eta = a + b f``; ``center``: where a tree's
-    expansion is centred, the leaf prior mean; ``f``: the BART value, kept
-    current as proposals are accepted; ``g``: the fit of the tree being updated; ``z, r, w``: its
-    working response, residual and weights; ``counts``: (proposals, accepted) since the record was
-    built.
+    ``u, v, s``: per-row family data; ``a, b``: ``eta = a + b f``; ``center``: the leaf prior mean,
+    where a tree's expansion is centred; ``f``: the BART value and ``lrow`` each row's log-likelihood
+    there, kept current as proposals are accepted (``lnew``: at the proposal); ``g``: the fit of the
+    tree being updated; ``z, r, w``: its working response, residual and weights; ``counts``:
+    (proposals, accepted) since the record was built.
     """
 
     kind: np.int64
@@ -72,6 +72,8 @@ class FamilyLik(NamedTuple):
     b: np.ndarray
     center: float
     f: np.ndarray
+    lrow: np.ndarray
+    lnew: np.ndarray
     g: np.ndarray
     z: np.ndarray
     r: np.ndarray
@@ -92,21 +94,10 @@ def family_lik(kind, u, v, s, a, b, center, f) -> FamilyLik:
     def col(x):
         return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.float64), (n,))).copy()
 
-    return FamilyLik(np.int64(kind), col(u), col(v), col(s), col(a), col(b), float(center), f, np.zeros(n), np.zeros(n),
-                     np.zeros(n), np.zeros(n), np.zeros(2, dtype=np.int64))
-
-
-@numba.njit(cache=True, nogil=True)
-def _softplus(x):
-    return math.log1p(math.exp(-abs(x))) + max(x, 0.0)
-
-
-@numba.njit(cache=True, nogil=True)
-def _sigmoid(x):
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
+    lik = FamilyLik(np.int64(kind), col(u), col(v), col(s), col(a), col(b), float(center), f, np.zeros(n),
+                    np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(2, dtype=np.int64))
+    _row_logliks(lik, f, lik.lrow)
+    return lik
 
 
 @numba.njit(cache=True, nogil=True)
@@ -128,77 +119,110 @@ def _probit_side(x):
     return lp, lam, lam * (x + lam)
 
 
-@numba.njit(cache=True, nogil=True)
-def row_terms(kind, u, v, s, eta):
-    """``(l, dl/deta, h)`` of one row: log-likelihood (up to an eta-free term), its derivative, and a
-    positive working curvature (see the module docstring)."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def row_loglik(kind, u, v, s, eta):
+    """One row's log-likelihood at ``eta``, up to a term free of ``eta``."""
     if kind == LOGIT2:
-        p = _sigmoid(eta)
-        return -u * _softplus(-eta) - v * _softplus(eta), u * (1.0 - p) - v * p, (u + v) * p * (1.0 - p)
+        return u * eta - (u + v) * (math.log1p(math.exp(-abs(eta))) + max(eta, 0.0))
     if kind == PROBIT2:
-        l1, d1, h1 = _probit_side(eta)
-        l0, d0, h0 = _probit_side(-eta)
-        return u * l1 + v * l0, u * d1 - v * d0, u * h1 + v * h0
+        return u * log_ndtr(eta) + v * log_ndtr(-eta)
+    if kind == POISSON_LOG:
+        return u * eta - math.exp(eta)
+    if kind == GAMMA_LOGSCALE:
+        return -v * eta - u * math.exp(-eta)
+    if kind == NORMAL_LOGSD:
+        return -eta - 0.5 * u * math.exp(-2.0 * eta)
+    res = u - eta  # STUDENT_T
+    return -0.5 * (v + 1.0) * math.log1p(res * res / (v * s * s))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def row_derivs(kind, u, v, s, eta):
+    """``(dl/deta, h)`` of one row at ``eta``: the score and a positive working curvature (module
+    docstring). Separate from :func:`row_loglik` so that building pseudo-data costs one exp per row."""
+    if kind == LOGIT2:
+        e = math.exp(-abs(eta))
+        p = 1.0 / (1.0 + e) if eta >= 0.0 else e / (1.0 + e)
+        return u * (1.0 - p) - v * p, (u + v) * p * (1.0 - p)
+    if kind == PROBIT2:
+        _, d1, h1 = _probit_side(eta)
+        _, d0, h0 = _probit_side(-eta)
+        return u * d1 - v * d0, u * h1 + v * h0
     if kind == POISSON_LOG:
         mean = math.exp(eta)
-        return u * eta - mean, u - mean, mean
+        return u - mean, mean
     if kind == GAMMA_LOGSCALE:
         t = u * math.exp(-eta)
-        return -v * eta - t, t - v, t
+        return t - v, t
     if kind == NORMAL_LOGSD:
         t = u * math.exp(-2.0 * eta)
-        return -eta - 0.5 * t, t - 1.0, 2.0 * t
-    # STUDENT_T
-    res = u - eta
+        return t - 1.0, 2.0 * t
+    res = u - eta  # STUDENT_T
     vs2 = v * s * s
-    return -0.5 * (v + 1.0) * math.log1p(res * res / vs2), (v + 1.0) * res / (vs2 + res * res), \
-        (v + 1.0) / ((v + 3.0) * s * s)
+    return (v + 1.0) * res / (vs2 + res * res), (v + 1.0) / ((v + 3.0) * s * s)
 
 
 @numba.njit(cache=True, nogil=True)
-def family_loglik(lik, f):
-    """``sum_i l(a_i + b_i f_i)`` under the record's family (up to an f-free term)."""
-    total = 0.0
+def row_terms(kind, u, v, s, eta):
+    """``(l, dl/deta, h)`` of one row: :func:`row_loglik` and :func:`row_derivs` together."""
+    dl, h = row_derivs(kind, u, v, s, eta)
+    return row_loglik(kind, u, v, s, eta), dl, h
+
+
+@numba.njit(cache=True, nogil=True)
+def _row_logliks(lik, f, out):
     for i in range(f.shape[0]):
-        total += row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], lik.a[i] + lik.b[i] * f[i])[0]
-    return total
+        out[i] = row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], lik.a[i] + lik.b[i] * f[i])
+
+
+def family_loglik(lik, f) -> float:
+    """``sum_i l(a_i + b_i f_i)`` under the record's family (up to an f-free term)."""
+    out = np.empty(len(f))
+    _row_logliks(lik, np.asarray(f, dtype=np.float64), out)
+    return float(out.sum())
 
 
 @numba.njit(cache=True, nogil=True)
 def family_pseudo(lik, j, tree):
     """Tree ``j``'s working pseudo-data (module docstring); saves its fit in ``lik.g``."""
-    # expand at the fit without tree j (plus a constant), so the working model does not depend on tree j
+    # expand at the fit without tree j (plus the leaf prior mean): independent of tree j
     g = lik.g
     g[:] = 0.0
     add_tree(tree, g, 1.0)
     c = lik.center
     for i in range(g.shape[0]):
         b = lik.b[i]
-        _, dl, h = row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], lik.a[i] + b * (lik.f[i] - g[i] + c))
-        w = b * b * h
-        if w > 0.0 and math.isfinite(w):
-            lik.w[i] = w
-            lik.z[i] = c + b * dl / w
-        else:  # the row does not move with f here: it carries no working information
-            lik.w[i] = 0.0
-            lik.z[i] = c
-        lik.r[i] = lik.z[i] - g[i]
+        dl, h = row_derivs(lik.kind, lik.u[i], lik.v[i], lik.s[i], lik.a[i] + b * (lik.f[i] - g[i] + c))
+        set_working_row(lik, i, c, b * dl, b * b * h)
     return Pseudo(lik.r, lik.w)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def set_working_row(lik, i, c, score, curv):
+    """Row ``i``'s working response and weight from the expansion at ``c`` (score and curvature in the
+    tree's value there), and its residual given the tree's fit ``lik.g``."""
+    if curv > 0.0 and math.isfinite(curv):
+        lik.w[i] = curv
+        lik.z[i] = c + score / curv
+    else:  # the row does not move with f here: it carries no working information
+        lik.w[i] = 0.0
+        lik.z[i] = c
+    lik.r[i] = lik.z[i] - lik.g[i]
 
 
 @numba.njit(cache=True, nogil=True)
 def _accept(rng, lik, j, old, new, ps):
-    # new fit g' = z - r (the driver took it off the residual); old fit g saved by _pseudo
+    # new fit g' = z - r (the driver took it off the residual); old fit g saved by family_pseudo;
+    # the rows' log-likelihood at the current f is kept in lrow
     log_ratio = 0.0
     for i in range(lik.f.shape[0]):
         b = lik.b[i]
         g_new = lik.z[i] - lik.r[i]
         g_old = lik.g[i]
-        base = lik.a[i] + b * (lik.f[i] - g_old)
-        l_new = row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + b * g_new)[0]
-        l_old = row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + b * g_old)[0]
+        l_new = row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], lik.a[i] + b * (lik.f[i] - g_old + g_new))
+        lik.lnew[i] = l_new
         d_old = lik.z[i] - g_old
-        log_ratio += l_new - l_old + 0.5 * lik.w[i] * (lik.r[i] * lik.r[i] - d_old * d_old)
+        log_ratio += l_new - lik.lrow[i] + 0.5 * lik.w[i] * (lik.r[i] * lik.r[i] - d_old * d_old)
     lik.counts[0] += 1
     # written so that a NaN ratio rejects
     if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
@@ -206,6 +230,7 @@ def _accept(rng, lik, j, old, new, ps):
     lik.counts[1] += 1
     for i in range(lik.f.shape[0]):
         lik.f[i] += lik.z[i] - lik.r[i] - lik.g[i]
+        lik.lrow[i] = lik.lnew[i]
     return True
 
 
@@ -219,7 +244,7 @@ def constant_score(lik, c):
     info = 0.0
     for i in range(lik.f.shape[0]):
         b = lik.b[i]
-        _, dl, h = row_terms(lik.kind, lik.u[i], lik.v[i], lik.s[i], lik.a[i] + b * c)
+        dl, h = row_derivs(lik.kind, lik.u[i], lik.v[i], lik.s[i], lik.a[i] + b * c)
         score += b * dl
         info += b * b * h
     return score, info

@@ -33,6 +33,7 @@ import numpy as np
 from ..records import Pseudo
 from ..tree import add_tree
 from .driver import register_likelihood
+from .families import set_working_row
 
 # The driver is nogil; its objmode calls into the host take the GIL for their duration, which is all
 # numba's warning says (such a sweep cannot run in parallel with another thread's Python).
@@ -98,13 +99,7 @@ def _pseudo(lik, j, tree):
     with numba.objmode():
         _host_derivs(lik.key, lik.x, lik.z, lik.w)
     for i in range(g.shape[0]):
-        w = lik.w[i]
-        if w > 0.0 and math.isfinite(w):
-            lik.z[i] = c + lik.z[i] / w
-        else:
-            lik.w[i] = 0.0
-            lik.z[i] = c
-        lik.r[i] = lik.z[i] - g[i]
+        set_working_row(lik, i, c, lik.z[i], lik.w[i])
     return Pseudo(lik.r, lik.w)
 
 

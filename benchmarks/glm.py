@@ -1,0 +1,321 @@
+"""BART under non-Gaussian likelihoods against what users would pick instead, held-out, side by side.
+
+    python -m benchmarks.glm [--quick] [--cases ionosphere,bikes,hetero] [--json PATH] [--out PATH]
+    python -m benchmarks.glm --render-only [--json PATH]
+
+Cases (every fit in its own process, benchmarks.harness; 2 chains run one after the other):
+
+* ``ionosphere`` (shipped ``load_ionosphere``; 5 random 70/30 splits, seeds 0-4): Bernoulli-logit BART
+  with m = 50, 2 x (500 + 500), by ``CGMStep`` (ours) and by pymc-bart (its PGBART, the same PyMC
+  model); stochtree's probit BART (m = 50, 2 chains, 500 + 500, no grow-from-root warm start);
+  scikit-learn's random forest (500 trees) and gradient boosting (defaults). Reported per split and as
+  means: held-out log score (mean log predictive probability of the test labels; higher is better),
+  accuracy, Brier score, wall time, and for the MCMC arms the ESS per second of f at 25 test rows
+  (median over the rows of the bulk ESS across both chains, over the fit's wall time).
+* ``bikes`` (shipped ``load_bikes``; 3 random 70/30 splits): the gallery's count models, Poisson and
+  negative binomial (``alpha ~ Exponential(1)``) with ``mu = exp(BART)``, m = 50, 2 x (500 + 500), ours
+  (CGMStep) against pymc-bart. Held-out log score (mean log posterior predictive pmf), RMSE of the
+  posterior mean count, wall time, ESS/s of f at 25 test rows.
+* ``hetero`` (simulated, 3 seeds): ``y ~ N(f(x), exp(s(x))^2)`` with known ``f`` and ``s`` (n = 500
+  train, 500 test, p = 5); two BARTs (mean and log sd, m = 50 each, CGMStep) against stochtree's
+  heteroskedastic BART (mean and variance forests). Held-out log score and RMSE of the estimated sd
+  function against the truth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from benchmarks import harness
+from benchmarks.harness import fmt, md_table
+
+MODULE = "benchmarks.glm"
+CASES = ("ionosphere", "bikes", "hetero")
+FULL = {"m": 50, "tune": 500, "draws": 500, "chains": 2, "ion_splits": 5, "bike_splits": 3, "hetero_seeds": 3}
+QUICK = {"m": 20, "tune": 60, "draws": 60, "chains": 2, "ion_splits": 1, "bike_splits": 1, "hetero_seeds": 1}
+ION_METHODS = ("ours-cgm", "pymc-bart", "stochtree-probit", "random-forest", "gradient-boosting")
+BIKE_METHODS = ("ours-cgm", "pymc-bart")
+HETERO_METHODS = ("ours-cgm", "stochtree")
+N_ESS_ROWS = 25
+
+
+def _split(n: int, seed: int, frac: float = 0.7):
+    idx = np.random.default_rng(seed).permutation(n)
+    k = int(round(frac * n))
+    return idx[:k], idx[k:]
+
+
+def _ess_per_s(f_test: np.ndarray, wall: float) -> float:
+    """Median bulk ESS over the first 25 test rows of f (chain, draw, rows), per second of wall time."""
+    from benchmarks.metrics import bulk_ess
+
+    ess = bulk_ess(f_test[:, :, :N_ESS_ROWS])
+    return float(np.median(ess)) / wall
+
+
+def _pymc_fit(spec, build, X_test):
+    """Fit a PyMC model with our BART or pymc-bart's; returns (idata, f at X_test (chain, draw, n), wall)."""
+    import pymc as pm
+
+    if spec["method"] == "pymc-bart":
+        import pymc_bart as pkg
+    else:
+        import pymc_treesamplers as pkg
+    t0 = time.perf_counter()
+    with pm.Model():
+        mu = build(pkg, pm)
+        step = None if spec["method"] == "pymc-bart" else [pkg.CGMStep([mu])]
+        idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=1,
+                          random_seed=spec["seed"], step=step, progressbar=False, compute_convergence_checks=False)
+    wall = time.perf_counter() - t0
+    if spec["method"] == "pymc-bart":
+        from benchmarks.friedman import _pymc_bart_f_draws
+
+        f_test, _ = _pymc_bart_f_draws(mu, idata, spec["X_train"], X_test)
+    else:
+        f_test = np.asarray(pkg.predict(idata, X_test, "mu"))
+    return idata, f_test, wall
+
+
+def _binary_scores(p: np.ndarray, y: np.ndarray) -> dict:
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return {"log_score": float(np.mean(np.where(y > 0.5, np.log(p), np.log1p(-p)))),
+            "accuracy": float(np.mean((p > 0.5) == (y > 0.5))), "brier": float(np.mean((p - y) ** 2))}
+
+
+def _ionosphere(spec: dict) -> dict:
+    from scipy import special, stats
+
+    from pymc_treesamplers.datasets import load_ionosphere
+
+    X, y = load_ionosphere()
+    X = X.to_numpy(dtype=float)
+    tr, te = _split(len(y), spec["seed"])
+    Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
+    method = spec["method"]
+    out = {}
+    if method in ("ours-cgm", "pymc-bart"):
+        spec = {**spec, "X_train": Xtr}
+
+        def build(pkg, pm):
+            mu = pkg.BART("mu", Xtr, ytr, m=spec["m"])
+            pm.Bernoulli("y", logit_p=mu, observed=ytr)
+            return mu
+
+        idata, f_test, wall = _pymc_fit(spec, build, Xte)
+        p = special.expit(f_test).mean(axis=(0, 1))
+        out["ess_f_per_s"] = _ess_per_s(f_test, wall)
+        if "mu_mh_accept" in idata.sample_stats:
+            out["mh_accept"] = float(idata.sample_stats["mu_mh_accept"].mean())
+    elif method == "stochtree-probit":
+        from stochtree import BARTModel, OutcomeModel
+
+        t0 = time.perf_counter()
+        model = BARTModel()
+        model.sample(X_train=Xtr, y_train=ytr, num_gfr=0, num_burnin=spec["tune"], num_mcmc=spec["draws"],
+                     general_params={"num_chains": spec["chains"], "random_seed": spec["seed"],
+                                     "outcome_model": OutcomeModel(outcome="binary", link="probit")},
+                     mean_forest_params={"num_trees": spec["m"]})
+        wall = time.perf_counter() - t0
+        lin = np.asarray(model.predict(Xte, terms="y_hat", type="posterior"))  # (n_test, chains * draws)
+        f_test = lin.reshape(len(yte), spec["chains"], spec["draws"]).transpose(1, 2, 0)
+        p = stats.norm.cdf(f_test).mean(axis=(0, 1))
+        out["ess_f_per_s"] = _ess_per_s(f_test, wall)
+    else:
+        from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+        clf = (RandomForestClassifier(n_estimators=500, random_state=spec["seed"]) if method == "random-forest"
+               else GradientBoostingClassifier(random_state=spec["seed"]))
+        t0 = time.perf_counter()
+        clf.fit(Xtr, ytr)
+        wall = time.perf_counter() - t0
+        p = clf.predict_proba(Xte)[:, 1]
+    return {"wall_s": wall, **_binary_scores(p, yte), **out}
+
+
+def _bikes(spec: dict) -> dict:
+    from scipy import special, stats
+
+    from pymc_treesamplers.datasets import load_bikes
+
+    X, y = load_bikes()
+    X = X.to_numpy(dtype=float)
+    tr, te = _split(len(y), spec["seed"])
+    Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
+    nb = spec["likelihood"] == "negbinomial"
+    spec = {**spec, "X_train": Xtr}
+
+    def build(pkg, pm):
+        mu = pkg.BART("mu", Xtr, np.log(ytr), m=spec["m"])
+        if nb:
+            alpha = pm.Exponential("alpha", 1.0)
+            pm.NegativeBinomial("y", mu=pm.math.exp(mu), alpha=alpha, observed=ytr)
+        else:
+            pm.Poisson("y", mu=pm.math.exp(mu), observed=ytr)
+        return mu
+
+    idata, f_test, wall = _pymc_fit(spec, build, Xte)
+    lam = np.exp(f_test)  # (chain, draw, n_test)
+    if nb:
+        alpha = idata.posterior["alpha"].values[..., None]
+        logp = stats.nbinom.logpmf(yte, alpha, alpha / (alpha + lam))
+    else:
+        logp = stats.poisson.logpmf(yte, lam)
+    log_score = float(np.mean(special.logsumexp(logp.reshape(-1, len(yte)), axis=0) - np.log(logp[..., 0].size)))
+    out = {"wall_s": wall, "log_score": log_score, "rmse": float(np.sqrt(np.mean((lam.mean(axis=(0, 1)) - yte) ** 2))),
+           "ess_f_per_s": _ess_per_s(f_test, wall)}
+    if "mu_mh_accept" in idata.sample_stats:
+        out["mh_accept"] = float(idata.sample_stats["mu_mh_accept"].mean())
+    return out
+
+
+def hetero_data(seed: int, n: int = 500, p: int = 5):
+    """``X ~ U(0,1)^p``, ``f = 10 sin(pi x1 x2) + 5 x3``, ``s = log sd = 0.5 + 1.5 (x4 - 0.5) + sin(2 pi x5) / 2``."""
+    rng = np.random.default_rng([seed, 12])
+
+    def draw(k):
+        X = rng.uniform(size=(k, p))
+        f = 10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 5 * X[:, 2]
+        s = 0.5 + 1.5 * (X[:, 3] - 0.5) + 0.5 * np.sin(2 * np.pi * X[:, 4])
+        return X, f, s, f + np.exp(s) * rng.standard_normal(k)
+
+    return draw(n), draw(n)
+
+
+def _hetero(spec: dict) -> dict:
+    from scipy import special, stats
+
+    (Xtr, _, _, ytr), (Xte, fte, ste, yte) = hetero_data(spec["seed"])
+    if spec["method"] == "ours-cgm":
+        import pymc as pm
+
+        import pymc_treesamplers as pmt
+
+        t0 = time.perf_counter()
+        with pm.Model():
+            mean = pmt.BART("mean", Xtr, ytr, m=spec["m"])
+            logsd = pmt.BART("logsd", Xtr, ytr, m=spec["m"])
+            pm.Normal("y", mean, pm.math.exp(logsd), observed=ytr)
+            idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=1,
+                              random_seed=spec["seed"], step=[pmt.CGMStep([mean]), pmt.CGMStep([logsd])],
+                              progressbar=False, compute_convergence_checks=False)
+        wall = time.perf_counter() - t0
+        m_draws = np.asarray(pmt.predict(idata, Xte, "mean")).reshape(-1, len(yte))
+        s_draws = np.asarray(pmt.predict(idata, Xte, "logsd")).reshape(-1, len(yte))
+        extra = {"mh_accept": float(idata.sample_stats["logsd_mh_accept"].mean())}
+    else:
+        from stochtree import BARTModel
+
+        t0 = time.perf_counter()
+        model = BARTModel()
+        model.sample(X_train=Xtr, y_train=ytr, num_gfr=0, num_burnin=spec["tune"], num_mcmc=spec["draws"],
+                     general_params={"num_chains": spec["chains"], "random_seed": spec["seed"]},
+                     mean_forest_params={"num_trees": spec["m"]}, variance_forest_params={"num_trees": spec["m"]})
+        wall = time.perf_counter() - t0
+        m_pred, v_pred = model.predict(Xte, terms="all", type="posterior")
+        m_draws = np.asarray(m_pred).T
+        s_draws = 0.5 * np.log(np.asarray(v_pred).T)  # the variance forest gives sd^2 per row and draw
+        extra = {}
+    logp = stats.norm.logpdf(yte, m_draws, np.exp(s_draws))
+    log_score = float(np.mean(special.logsumexp(logp, axis=0) - np.log(logp.shape[0])))
+    return {"wall_s": wall, "log_score": log_score,
+            "rmse_mean": float(np.sqrt(np.mean((m_draws.mean(axis=0) - fte) ** 2))),
+            "rmse_log_sd": float(np.sqrt(np.mean((s_draws.mean(axis=0) - ste) ** 2))), **extra}
+
+
+def worker_body(spec: dict) -> dict:
+    return {"ionosphere": _ionosphere, "bikes": _bikes, "hetero": _hetero}[spec["case"]](spec)
+
+
+def _mean_table(rows_of: dict, metrics: list[tuple[str, str]]) -> str:
+    rows = []
+    for label, rs in rows_of.items():
+        cells = []
+        for _, key in metrics:
+            vals = [r[key] for r in rs if r.get(key) is not None]
+            cells.append(fmt(float(np.mean(vals))) if vals else "—")
+        rows.append([label, str(len(rs)), *cells])
+    return md_table(["method", "fits", *[h for h, _ in metrics]], rows)
+
+
+def render(saved: dict) -> str:
+    st, results = saved["settings"], saved["results"]
+    ok = [r for r in results if r.get("status") == "ok"]
+    lines = harness.header_lines("Non-Gaussian BART against the alternatives, held out", saved["meta"])
+    lines += [f"* m = {st['m']} trees, {st['chains']} chains x ({st['tune']} + {st['draws']}) for every MCMC arm; "
+              "every fit in its own process; means over splits (seeds).", ""]
+    ion = [r for r in ok if r["spec"]["case"] == "ionosphere"]
+    if ion:
+        by = {m: [r for r in ion if r["spec"]["method"] == m] for m in ION_METHODS}
+        lines += [f"## Ionosphere, Bernoulli, {st['ion_splits']} random 70/30 splits", "",
+                  _mean_table({k: v for k, v in by.items() if v},
+                              [("log score", "log_score"), ("accuracy", "accuracy"), ("Brier", "brier"),
+                               ("wall s", "wall_s"), ("ESS/s of f", "ess_f_per_s"), ("MH acceptance", "mh_accept")]),
+                  ""]
+    bikes = [r for r in ok if r["spec"]["case"] == "bikes"]
+    if bikes:
+        by = {f"{m}, {lk}": [r for r in bikes if r["spec"]["method"] == m and r["spec"]["likelihood"] == lk]
+              for lk in ("poisson", "negbinomial") for m in BIKE_METHODS}
+        lines += [f"## Bikes, counts, {st['bike_splits']} random 70/30 splits", "",
+                  _mean_table({k: v for k, v in by.items() if v},
+                              [("log score", "log_score"), ("RMSE", "rmse"), ("wall s", "wall_s"),
+                               ("ESS/s of f", "ess_f_per_s"), ("MH acceptance", "mh_accept")]), ""]
+    het = [r for r in ok if r["spec"]["case"] == "hetero"]
+    if het:
+        by = {m: [r for r in het if r["spec"]["method"] == m] for m in HETERO_METHODS}
+        lines += [f"## Heteroskedastic simulation, {st['hetero_seeds']} seeds, n = 500 train / 500 test", "",
+                  _mean_table({k: v for k, v in by.items() if v},
+                              [("log score", "log_score"), ("RMSE of f", "rmse_mean"),
+                               ("RMSE of log sd", "rmse_log_sd"), ("wall s", "wall_s"),
+                               ("MH acceptance (log sd)", "mh_accept")]), ""]
+    notes = [f"* {r['spec']['case']} {r['spec']['method']} seed {r['spec']['seed']}: {note}"
+             for r in ok if (note := harness.contention_note(r))]
+    notes += [f"* {r['spec']}: **{r.get('status')}** {(r.get('error') or '').splitlines()[0] if r.get('error') else ''}"
+              for r in results if r.get("status") != "ok"]
+    if notes:
+        lines += notes + [""]
+    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", default=",".join(CASES), help=f"comma list from {list(CASES)}")
+    p.add_argument("--quick", action="store_true", help="smoke run: one split each, m = 20, 60 + 60 draws")
+    harness.add_harness_args(p, timeout_min=30.0)
+    args = p.parse_args(argv)
+    harness.resolve_report_paths(args, "glm" + ("-quick" if args.quick else ""))
+    if args.worker is None and not args.render_only:
+        args.cases = harness.choice_list(args.cases, CASES, p, "case(s)")
+    return args
+
+
+def _describe(res: dict) -> str:
+    return f"log score {res['log_score']:.4g}, wall {res['wall_s']:.3g} s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv, args, code = harness.start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
+    st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
+    base = {k: st[k] for k in ("m", "tune", "draws", "chains")}
+    runs = []
+    if "ionosphere" in args.cases:
+        runs += [(f"ionosphere {m} {s}", {"case": "ionosphere", "method": m, "seed": s, **base})
+                 for s in range(st["ion_splits"]) for m in ION_METHODS]
+    if "bikes" in args.cases:
+        runs += [(f"bikes {lk} {m} {s}", {"case": "bikes", "method": m, "likelihood": lk, "seed": s, **base})
+                 for s in range(st["bike_splits"]) for lk in ("poisson", "negbinomial") for m in BIKE_METHODS]
+    if "hetero" in args.cases:
+        runs += [(f"hetero {m} {s}", {"case": "hetero", "method": m, "seed": s, **base})
+                 for s in range(st["hetero_seeds"]) for m in HETERO_METHODS]
+    results = harness.run_specs(MODULE, args, runs, _describe)
+    return harness.finish(MODULE, argv, args, st, results, render)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
