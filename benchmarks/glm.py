@@ -3,15 +3,16 @@
     python -m benchmarks.glm [--quick] [--cases ionosphere,bikes,hetero] [--json PATH] [--out PATH]
     python -m benchmarks.glm --render-only [--json PATH]
 
-Cases (every fit in its own process, benchmarks.harness; 2 chains run one after the other):
+Cases (every fit in its own process, benchmarks.harness):
 
 * ``ionosphere`` (shipped ``load_ionosphere``; 5 random 70/30 splits, seeds 0-4): Bernoulli-logit BART
-  with m = 50, 2 x (500 + 500), by ``CGMStep`` (ours) and by pymc-bart (its PGBART, the same PyMC
-  model); stochtree's probit BART (m = 50, 2 chains, 500 + 500, no grow-from-root warm start);
-  scikit-learn's random forest (500 trees) and gradient boosting (defaults). Reported per split and as
-  means: held-out log score (mean log predictive probability of the test labels; higher is better),
-  accuracy, Brier score, wall time, and for the MCMC arms the ESS per second of f at 25 test rows
-  (median over the rows of the bulk ESS across both chains, over the fit's wall time).
+  with m = 50, 2 x (500 + 500) (two chains in parallel processes, after an untimed warm-up), by
+  ``CGMStep`` (ours) and by pymc-bart (its PGBART, the same PyMC model); stochtree's probit BART (m =
+  50, 2 chains, 500 + 500, no grow-from-root warm start); scikit-learn's random forest (500 trees) and
+  gradient boosting (defaults). Reported per split and as means: held-out log score (mean log predictive
+  probability of the test labels; higher is better), accuracy, Brier score, wall time, and for the MCMC
+  arms the ESS per second of f at 25 test rows (median over the rows of the bulk ESS across both chains,
+  over the fit's wall time).
 * ``bikes`` (shipped ``load_bikes``; 3 random 70/30 splits): the gallery's count models, Poisson and
   negative binomial (``alpha ~ Exponential(1)``) with ``mu = exp(BART)``, m = 50, 2 x (500 + 500), ours
   (CGMStep) against pymc-bart. Held-out log score (mean log posterior predictive pmf), RMSE of the
@@ -65,12 +66,18 @@ def _pymc_fit(spec, build, X_test):
         import pymc_bart as pkg
     else:
         import pymc_treesamplers as pkg
+    run = {"random_seed": spec["seed"], "progressbar": False, "compute_convergence_checks": False}
+    with pm.Model():  # untimed warm-up: numba compile or cache load, PyTensor compile
+        mu = build(pkg, pm)
+        pm.sample(tune=2, draws=2, chains=1, cores=1,
+                  step=None if spec["method"] == "pymc-bart" else [pkg.CGMStep([mu])], **run)
     t0 = time.perf_counter()
     with pm.Model():
         mu = build(pkg, pm)
         step = None if spec["method"] == "pymc-bart" else [pkg.CGMStep([mu])]
-        idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=1,
-                          random_seed=spec["seed"], step=step, progressbar=False, compute_convergence_checks=False)
+        # chains in parallel processes for every PyMC arm (pymc-bart keeps one chain's trees otherwise)
+        idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=spec["chains"],
+                          step=step, **run)
     wall = time.perf_counter() - t0
     if spec["method"] == "pymc-bart":
         from benchmarks.friedman import _pymc_bart_f_draws
@@ -216,9 +223,10 @@ def _hetero(spec: dict) -> dict:
                      general_params={"num_chains": spec["chains"], "random_seed": spec["seed"]},
                      mean_forest_params={"num_trees": spec["m"]}, variance_forest_params={"num_trees": spec["m"]})
         wall = time.perf_counter() - t0
-        m_pred, v_pred = model.predict(Xte, terms="all", type="posterior")
-        m_draws = np.asarray(m_pred).T
-        s_draws = 0.5 * np.log(np.asarray(v_pred).T)  # the variance forest gives sd^2 per row and draw
+        pred = model.predict(Xte, terms="all", type="posterior")
+        m_draws = np.asarray(pred["y_hat"]).T
+        # the variance forest's prediction is the variance per row and draw
+        s_draws = 0.5 * np.log(np.asarray(pred["variance_forest_predictions"]).T)
         extra = {}
     logp = stats.norm.logpdf(yte, m_draws, np.exp(s_draws))
     log_score = float(np.mean(special.logsumexp(logp, axis=0) - np.log(logp.shape[0])))
@@ -272,25 +280,13 @@ def render(saved: dict) -> str:
                               [("log score", "log_score"), ("RMSE of f", "rmse_mean"),
                                ("RMSE of log sd", "rmse_log_sd"), ("wall s", "wall_s"),
                                ("MH acceptance (log sd)", "mh_accept")]), ""]
-    notes = [f"* {r['spec']['case']} {r['spec']['method']} seed {r['spec']['seed']}: {note}"
-             for r in ok if (note := harness.contention_note(r))]
-    notes += [f"* {r['spec']}: **{r.get('status')}** {(r.get('error') or '').splitlines()[0] if r.get('error') else ''}"
-              for r in results if r.get("status") != "ok"]
-    if notes:
-        lines += notes + [""]
+    lines += harness.run_notes(results, lambda sp: f"{sp['case']} {sp['method']} seed {sp['seed']}")
     return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--cases", default=",".join(CASES), help=f"comma list from {list(CASES)}")
-    p.add_argument("--quick", action="store_true", help="smoke run: one split each, m = 20, 60 + 60 draws")
-    harness.add_harness_args(p, timeout_min=30.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "glm" + ("-quick" if args.quick else ""))
-    if args.worker is None and not args.render_only:
-        args.cases = harness.choice_list(args.cases, CASES, p, "case(s)")
-    return args
+    return harness.parse_case_args(argv, MODULE, __doc__, CASES, "glm",
+                                   "smoke run: one split each, m = 20, 60 + 60 draws")
 
 
 def _describe(res: dict) -> str:

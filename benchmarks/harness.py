@@ -500,6 +500,31 @@ def int_list(s: str) -> list[int]:
     return [int(x) for x in s.split(",") if x.strip()]
 
 
+def parse_case_args(argv: list[str], module: str, doc: str, cases, stem: str, quick_help: str,
+                    timeout_min: float = 30.0) -> argparse.Namespace:
+    """The command line of a script whose runs are named cases: ``--cases``, ``--quick`` (report
+    ``<stem>-quick``) and the harness options; ``args.cases`` becomes a checked list."""
+    p = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
+    p.add_argument("--cases", default=",".join(cases), help=f"comma list from {list(cases)}")
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    add_harness_args(p, timeout_min=timeout_min)
+    args = p.parse_args(argv)
+    resolve_report_paths(args, stem + ("-quick" if args.quick else ""))
+    if args.worker is None and not args.render_only:
+        args.cases = choice_list(args.cases, cases, p, "case(s)")
+    return args
+
+
+def run_notes(results: list[dict], label: Callable[[dict], str]) -> list[str]:
+    """Report lines for runs that met contention or did not finish, each named by ``label(spec)``."""
+    notes = [f"* {label(r['spec'])}: {note}" for r in results
+             if r.get("status") == "ok" and (note := contention_note(r))]
+    notes += [f"* {label(r['spec'])}: **{r.get('status')}** "
+              f"{(r.get('error') or '').splitlines()[0] if r.get('error') else ''}"
+              for r in results if r.get("status") != "ok"]
+    return notes + [""] if notes else []
+
+
 def choice_list(s: str, choices, parser: argparse.ArgumentParser, what: str) -> list[str]:
     out = [x.strip() for x in s.split(",") if x.strip()]
     bad = [x for x in out if x not in choices]

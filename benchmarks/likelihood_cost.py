@@ -194,23 +194,13 @@ def render(saved: dict) -> str:
         lines += [f"## The scale's update alone, n = {st['scale_n']:,} (BART value at the true f), "
                   f"{st['scale_updates']} updates", "",
                   md_table(["sigma by", "ms / update (median)", "ESS(sigma)", "ESS / s", "÷ NUTS"], rows), ""]
-    notes = [f"* {r['spec']}: {note}" for r in ok if (note := harness.contention_note(r))]
-    notes += [f"* {r['spec']}: **{r.get('status')}**" for r in results if r.get("status") != "ok"]
-    if notes:
-        lines += notes + [""]
+    lines += harness.run_notes(results, lambda sp: " ".join(str(v) for v in sp.values()))
     return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--cases", default=",".join(CASES), help=f"comma list from {list(CASES)}")
-    p.add_argument("--quick", action="store_true", help="smoke run: n = 1000, m = 50, few sweeps")
-    harness.add_harness_args(p, timeout_min=30.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "likelihood-cost" + ("-quick" if args.quick else ""))
-    if args.worker is None and not args.render_only:
-        args.cases = harness.choice_list(args.cases, CASES, p, "case(s)")
-    return args
+    return harness.parse_case_args(argv, MODULE, __doc__, CASES, "likelihood-cost",
+                                   "smoke run: n = 1000, m = 50, few sweeps")
 
 
 def _describe(res: dict) -> str:

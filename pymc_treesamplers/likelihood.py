@@ -235,7 +235,8 @@ class FamilyWorkingModel:
         self._fn = pm.pytensorf.compile([value_var], outs, on_unused_input="ignore", **(compile_kwargs or {}))
         self.name = obs.name
         self.family = f"{type(op).__name__.removesuffix('RV')} ({self.link} link)"
-        self.center = float(center)
+        self.mu0, self.s2 = float(center), 1.0  # the leaf prior; set by the step
+        self.refine = True
         self._dtype = value_var.dtype
         f0 = np.asarray(point[value_var.name], dtype=float)
         self.n = f0.shape[0]
@@ -269,13 +270,24 @@ class FamilyWorkingModel:
                 f"{self.link}(parameter) must be a + b * bart[row]); the tree steps need that form"
             )
         u, v, s = self._data(y, others)
-        return fam.family_lik(self.kind, u, v, s, a, b, self.center, f)
+        return fam.family_lik(self.kind, u, v, s, a, b, self.mu0, self.s2, f, self.refine)
 
     def constant_fit(self) -> float:
         """The BART value ``c`` (the same in every row) that maximises the likelihood at the current other
         values: where a BART that has not split yet should sit."""
         lik = self.record(np.zeros(self.n))
         return _score_root(lambda c: fam.constant_score(lik, c))
+
+    def choose_leaf_proposal(self, m: int) -> bool:
+        """Whether to propose leaves from the Newton-refined ``q`` (kernels/families.py), set on
+        ``self.refine``. Both are exact; refining costs two more passes over the rows per tree and pays
+        when a working mean ``delta^2 / 2`` off (``delta`` ~ the leaf prior sd) is more than a leaf's
+        posterior sd: ``s2 / 2 * sqrt(rows per leaf * curvature per row) > 1``, with ``n / 2`` rows
+        per leaf and the curvature at the constant fit ``m * mu0``."""
+        lik = self.record(np.zeros(self.n))
+        info = fam.constant_score(lik, m * self.mu0)[1]
+        self.refine = bool(0.5 * self.s2 * np.sqrt(0.5 * self.n * info / self.n) > 1.0)
+        return self.refine
 
 
 def _score_root(score_info, tol: float = 1e-10) -> float:
@@ -315,7 +327,7 @@ class GraphWorkingModel:
 
     def __init__(self, gaussian: GaussianWorkingModel, center: float, reason: str):
         self.gaussian = gaussian
-        self.center = float(center)
+        self.mu0, self.s2 = float(center), 1.0
         self.family = f"PyTensor graph of {gaussian.observed_names}"
         self.reason = reason
         self._key = None
@@ -339,7 +351,7 @@ class GraphWorkingModel:
         """The likelihood record at the BART value ``f``."""
         if self._key is None:
             self._key = register_host(self.gaussian)
-        return graph_lik(self._key, self.center, f)
+        return graph_lik(self._key, self.mu0, f)
 
 
 def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict, center: float,

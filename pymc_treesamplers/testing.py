@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from .kernels.driver import register_likelihood
-from .kernels.families import family_pseudo, row_loglik
+from .kernels.families import FamilyLik, family_pseudo, row_loglik
 from .records import Pseudo
 
 __all__ = ["LazyGaussian", "UncorrectedFamily"]
@@ -47,25 +47,11 @@ def _accept(rng, lik, j, old, new, ps):
 register_likelihood(LazyGaussian, _pseudo, _accept)
 
 
-class UncorrectedFamily(NamedTuple):
-    """:class:`~pymc_treesamplers.kernels.families.FamilyLik` whose accept step drops the working
-    likelihood from the ratio: a deliberately wrong correction, which exactness tests must detect."""
-
-    kind: np.int64
-    u: np.ndarray
-    v: np.ndarray
-    s: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    center: float
-    f: np.ndarray
-    lrow: np.ndarray
-    lnew: np.ndarray
-    g: np.ndarray
-    z: np.ndarray
-    r: np.ndarray
-    w: np.ndarray
-    counts: np.ndarray
+# FamilyLik's fields under another type, so the driver dispatches to the deliberately wrong accept
+UncorrectedFamily = NamedTuple("UncorrectedFamily", list(FamilyLik.__annotations__.items()))
+UncorrectedFamily.__doc__ = """:class:`~pymc_treesamplers.kernels.families.FamilyLik` whose accept step
+drops the working likelihood from the ratio: a deliberately wrong correction, which exactness tests
+must detect."""
 
 
 @numba.njit(cache=True, nogil=True)

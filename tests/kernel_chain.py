@@ -79,11 +79,12 @@ def make_step(step_cls, options, n, p, m=1):
 def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alpha=0.95, beta=2.0, mu0=0.0,
                 sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None):
     """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a chain of ``m`` trees on
-    the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s)`` (``eta = f``; ``r, w`` unused;
-    a record type other than FamilyLik as ``family[4]``), or ``family`` a function ``(f, mu0) ->
-    likelihood record``; ``counts``: a list that receives the record's (proposals, accepted). With
-    ``m = 1`` a key is the tree's row partition; with ``m >= 2`` the tuple of every tree's partition.
-    ``return_rates``: also the first tree's total jump rate at each kept draw (CTBirthDeathStep only)."""
+    the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s[, refine[, record type]])``
+    (``eta = f``; ``r, w`` unused; FamilyLik's ``refine`` flag, a record type with its fields), or
+    ``family`` a function ``(f, mu0) -> likelihood record``; ``counts``: a list that receives the
+    record's (proposals, accepted). With ``m = 1`` a key is the tree's row partition; with ``m >= 2``
+    the tuple of every tree's partition. ``return_rates``: also the first tree's total jump rate at
+    each kept draw (CTBirthDeathStep only)."""
     codes = np.asarray(codes_np).T
     p, n = codes.shape
     data = split_data(codes, np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float))
@@ -101,9 +102,9 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
         if callable(family):
             lik = family(f, mu0)
         else:
-            lik = family_lik(*family[:4], 0.0, 1.0, mu0, f)
-            if len(family) > 4:
-                lik = family[4](*lik)
+            lik = family_lik(*family[:4], 0.0, 1.0, mu0, sigma_mu**2, f, refine=family[4] if len(family) > 4 else True)
+            if len(family) > 5:
+                lik = family[5](*lik)
     _chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels, new_work(n),
            step._new_scratch(data.codes, m), np.zeros(m, dtype=np.bool_), rates)
     if counts is not None and family is not None:

@@ -67,7 +67,7 @@ def register_update(scratch_cls):
     return decorate
 
 
-def register_likelihood(lik_cls, pseudo, accept):
+def register_likelihood(lik_cls, pseudo, accept, leaves=None):
     """Register a likelihood record type.
 
     ``pseudo(lik, j, tree) -> Pseudo`` gives tree ``j``'s pseudo-data (``r``: the residual the driver
@@ -75,8 +75,10 @@ def register_likelihood(lik_cls, pseudo, accept):
     proposed tree ``new`` (structure and leaves; its fit already taken off ``ps.r``) replaces ``old``
     (whose rows ``new`` has reordered). The kernels are reversible with respect to the pseudo-data's
     tree posterior, which is what an accept step that corrects towards another target relies on.
+    ``leaves(rng, lik, tree, prior, ps)`` draws the proposal's leaves and takes its fit off ``ps.r``
+    (default: :func:`~pymc_treesamplers.tree.draw_leaves`, their conditional under the pseudo-data).
     """
-    _LIKELIHOODS[lik_cls] = (pseudo, accept)
+    _LIKELIHOODS[lik_cls] = (pseudo, accept, _working_leaves if leaves is None else leaves)
 
 
 def tree_update(rng, j, tree, data, prior, ps, sk):
@@ -87,6 +89,11 @@ def tree_update(rng, j, tree, data, prior, ps, sk):
 def tree_pseudo(lik, j, tree):
     """Pseudo-data of tree ``j`` under the likelihood record ``lik`` (compiled dispatch)."""
     raise NotImplementedError("tree_pseudo only runs inside numba kernels")
+
+
+def propose_leaves(rng, lik, tree, prior, ps):
+    """Draw the proposal's leaves (compiled dispatch; see :func:`register_likelihood`)."""
+    raise NotImplementedError("propose_leaves only runs inside numba kernels")
 
 
 def accept_proposal(rng, lik, j, old, new, ps):
@@ -131,6 +138,21 @@ def _accept_proposal(rng, lik, j, old, new, ps):
     return impl
 
 
+@overload(propose_leaves, inline="always", jit_options={"cache": True, "nogil": True})
+def _propose_leaves(rng, lik, tree, prior, ps):
+    leaves = _registered(_LIKELIHOODS, lik, "likelihood")[2]
+
+    def impl(rng, lik, tree, prior, ps):
+        return leaves(rng, lik, tree, prior, ps)
+
+    return impl
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _working_leaves(rng, lik, tree, prior, ps):
+    draw_leaves(rng, tree, prior, ps)
+
+
 @numba.njit(cache=True, nogil=True)
 def _gaussian_pseudo(lik, j, tree):
     return lik
@@ -167,7 +189,7 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
             if status < 0:
                 return SWEEP_FAILED, j
             changed[j] = status > 0
-            draw_leaves(rng, scratch, prior, ps)
+            propose_leaves(rng, lik, scratch, prior, ps)
             if not accept_proposal(rng, lik, j, tree, scratch, ps):
                 # the proposal reordered the shared rows: re-split them by the old tree's rules,
                 # and put the old tree's fit, not the proposal's, off the residual

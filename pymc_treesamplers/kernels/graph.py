@@ -60,12 +60,12 @@ def _host_loglik(key, f, out):
 
 
 class GraphLik(NamedTuple):
-    """Likelihood record of a host-evaluated likelihood: ``key`` of the host; ``center``, ``f``, ``g``,
+    """Likelihood record of a host-evaluated likelihood: ``key`` of the host; ``mu0``, ``f``, ``g``,
     ``z``, ``r``, ``w``, ``counts`` as in :class:`.families.FamilyLik`; ``x`` (n,) a point to
     evaluate at; ``ll`` (1,) the log-likelihood at ``f``; ``ll_new`` (1,) at the proposal."""
 
     key: np.int64
-    center: float
+    mu0: float
     f: np.ndarray
     g: np.ndarray
     z: np.ndarray
@@ -77,11 +77,11 @@ class GraphLik(NamedTuple):
     counts: np.ndarray
 
 
-def graph_lik(key: int, center: float, f) -> GraphLik:
+def graph_lik(key: int, mu0: float, f) -> GraphLik:
     """A :class:`GraphLik` at the BART value ``f`` (its log-likelihood evaluated once here)."""
     f = np.array(f, dtype=np.float64)
     n = f.shape[0]
-    lik = GraphLik(np.int64(key), float(center), f, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+    lik = GraphLik(np.int64(key), float(mu0), f, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
                    np.zeros(n), np.zeros(1), np.zeros(1), np.zeros(2, dtype=np.int64))
     _host_loglik(key, f, lik.ll)
     return lik
@@ -92,7 +92,7 @@ def _pseudo(lik, j, tree):
     g = lik.g
     g[:] = 0.0
     add_tree(tree, g, 1.0)
-    c = lik.center
+    c = lik.mu0
     for i in range(g.shape[0]):
         lik.x[i] = lik.f[i] - g[i] + c
     # z holds the gradient until it is turned into the working response

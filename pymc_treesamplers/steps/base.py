@@ -88,7 +88,9 @@ class BaseTreeStep(ArrayStepShared):
         self.corrected = not isinstance(self.working, GaussianWorkingModel)
         if self.corrected:
             mu0, sigma_mu = op.leaf_prior(self.working.constant_fit())
-            self.working.center = mu0
+            self.working.mu0, self.working.s2 = mu0, sigma_mu**2
+            if isinstance(self.working, FamilyWorkingModel):
+                self.working.choose_leaf_proposal(self.m)
         else:
             mu0, sigma_mu = op.leaf_prior()
         self.prior = TreePrior(op.alpha, op.beta, mu0, sigma_mu**2)
@@ -253,7 +255,7 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
     fa = forest.arrays()
     # the record type, not the family or the graph, sets the compiled code
     if isinstance(step.working, FamilyWorkingModel):
-        ps = family_lik(POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, np.zeros(4))
+        ps = family_lik(POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4))
     elif step.corrected:
         ps = graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))
     else:
