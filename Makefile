@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # other files; a cache directory per source hash makes every edit recompile what depends on it.
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
-.PHONY: demo test lint bench bench-quick bench-render bench-speed bench-likelihoods clean
+.PHONY: demo test lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -48,6 +48,10 @@ bench-render: $(STAMP)
 bench-speed: $(VENV)/.bench-installed
 	@test -n "$(BEFORE)" || { echo "usage: make bench-speed BEFORE=/path/to/old/checkout [REPEATS=3]"; exit 2; }
 	$(PY) -m benchmarks.speed --src before=$(BEFORE) --src after=$(CURDIR) --repeats $(or $(REPEATS),3)
+
+# non-Gaussian BART held out against pymc-bart, stochtree and scikit-learn (ionosphere, bikes, heteroskedastic)
+bench-glm: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.glm
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed

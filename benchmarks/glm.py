@@ -11,12 +11,13 @@ Cases (every fit in its own process, benchmarks.harness):
   50, 2 chains, 500 + 500, no grow-from-root warm start); scikit-learn's random forest (500 trees) and
   gradient boosting (defaults). Reported per split and as means: held-out log score (mean log predictive
   probability of the test labels; higher is better), accuracy, Brier score, wall time, and for the MCMC
-  arms the ESS per second of f at 25 test rows (median over the rows of the bulk ESS across both chains,
+  arms the ESS per second of f at 25 training rows (median over the rows of the bulk ESS across both chains,
   over the fit's wall time).
 * ``bikes`` (shipped ``load_bikes``; 3 random 70/30 splits): the gallery's count models, Poisson and
   negative binomial (``alpha ~ Exponential(1)``) with ``mu = exp(BART)``, m = 50, 2 x (500 + 500), ours
   (CGMStep) against pymc-bart. Held-out log score (mean log posterior predictive pmf), RMSE of the
-  posterior mean count, wall time, ESS/s of f at 25 test rows.
+  posterior mean count, wall time, ESS/s of f at 25 training rows (pymc-bart's public prediction route
+  draws test-row predictions from randomly chosen trees, so only in-sample draws keep chain order).
 * ``hetero`` (simulated, 3 seeds): ``y ~ N(f(x), exp(s(x))^2)`` with known ``f`` and ``s`` (n = 500
   train, 500 test, p = 5); two BARTs (mean and log sd, m = 50 each, CGMStep) against stochtree's
   heteroskedastic BART (mean and variance forests). Held-out log score and RMSE of the estimated sd
@@ -50,42 +51,58 @@ def _split(n: int, seed: int, frac: float = 0.7):
     return idx[:k], idx[k:]
 
 
-def _ess_per_s(f_test: np.ndarray, wall: float) -> float:
-    """Median bulk ESS over the first 25 test rows of f (chain, draw, rows), per second of wall time."""
+def _ess_per_s(f_rows: np.ndarray, wall: float) -> float:
+    """Median bulk ESS over the first 25 rows of f draws (chain, draw, rows), per second of wall time."""
     from benchmarks.metrics import bulk_ess
 
-    ess = bulk_ess(f_test[:, :, :N_ESS_ROWS])
+    ess = bulk_ess(f_rows[:, :, :N_ESS_ROWS])
     return float(np.median(ess)) / wall
 
 
-def _pymc_fit(spec, build, X_test):
-    """Fit a PyMC model with our BART or pymc-bart's; returns (idata, f at X_test (chain, draw, n), wall)."""
+def _pymc_fit(spec, build, X_test, y_train):
+    """Fit a PyMC model with our BART or pymc-bart's; returns (idata, f at X_test (chain, draw, n),
+    f at the first 25 training rows (chain, draw, 25), wall time, notes).
+
+    ``build(pkg, pm, name, X, Y, fit)`` adds the BART variable on covariates ``X`` (``Y`` for its prior
+    defaults) and the likelihood of the training rows on ``fit`` (a function of the BART variable),
+    and returns the variable. Ours is fitted on the training rows and predicts from the stored forests
+    (``pmt.predict``, draw-matched). pymc-bart 0.13 has no draw-matched route under PyMC 6 here
+    (``pm.set_data`` does not resize its variable, whose length follows ``Y``; its stored tree histories
+    did not reproduce its posterior under a Bernoulli likelihood), so it is fitted on the training and
+    test rows together with the likelihood on the training rows only: its posterior at the test rows
+    is its prediction (its split points then see the test rows' X, and ``Y`` for its defaults is the
+    training response padded with its mean).
+    """
     import pymc as pm
 
     if spec["method"] == "pymc-bart":
         import pymc_bart as pkg
     else:
         import pymc_treesamplers as pkg
+    ours = spec["method"] != "pymc-bart"
+    k = len(y_train)
+    X_fit = spec["X_train"] if ours else np.vstack([spec["X_train"], X_test])
+    Y_fit = y_train if ours else np.concatenate([y_train, np.full(len(X_test), y_train.mean())])
+
+    def fit(mu):
+        return mu if ours else mu[:k]
+
     run = {"random_seed": spec["seed"], "progressbar": False, "compute_convergence_checks": False}
     with pm.Model():  # untimed warm-up: numba compile or cache load, PyTensor compile
-        mu = build(pkg, pm)
-        pm.sample(tune=2, draws=2, chains=1, cores=1,
-                  step=None if spec["method"] == "pymc-bart" else [pkg.CGMStep([mu])], **run)
+        # another name: pymc-bart keeps every fitted variable's trees by name
+        mu = build(pkg, pm, "warmup", X_fit, Y_fit, fit)
+        pm.sample(tune=2, draws=2, chains=1, cores=1, step=[pkg.CGMStep([mu])] if ours else None, **run)
     t0 = time.perf_counter()
     with pm.Model():
-        mu = build(pkg, pm)
-        step = None if spec["method"] == "pymc-bart" else [pkg.CGMStep([mu])]
-        # chains in parallel processes for every PyMC arm (pymc-bart keeps one chain's trees otherwise)
+        mu = build(pkg, pm, "mu", X_fit, Y_fit, fit)
+        # chains in parallel processes for every PyMC arm
         idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=spec["chains"],
-                          step=step, **run)
+                          step=[pkg.CGMStep([mu])] if ours else None, **run)
     wall = time.perf_counter() - t0
-    if spec["method"] == "pymc-bart":
-        from benchmarks.friedman import _pymc_bart_f_draws
-
-        f_test, _ = _pymc_bart_f_draws(mu, idata, spec["X_train"], X_test)
-    else:
-        f_test = np.asarray(pkg.predict(idata, X_test, "mu"))
-    return idata, f_test, wall
+    post = np.asarray(idata.posterior["mu"].values)
+    f_test = np.asarray(pkg.predict(idata, X_test, "mu")) if ours else post[:, :, k:]
+    notes = {"chains_identical": bool(np.array_equal(post[0], post[-1]))} if post.shape[0] > 1 else {}
+    return idata, f_test, post[:, :, :N_ESS_ROWS], wall, notes
 
 
 def _binary_scores(p: np.ndarray, y: np.ndarray) -> dict:
@@ -108,14 +125,15 @@ def _ionosphere(spec: dict) -> dict:
     if method in ("ours-cgm", "pymc-bart"):
         spec = {**spec, "X_train": Xtr}
 
-        def build(pkg, pm):
-            mu = pkg.BART("mu", Xtr, ytr, m=spec["m"])
-            pm.Bernoulli("y", logit_p=mu, observed=ytr)
+        def build(pkg, pm, name, X, Y, fit):
+            mu = pkg.BART(name, X, Y, m=spec["m"])
+            pm.Bernoulli("y", logit_p=fit(mu), observed=ytr)
             return mu
 
-        idata, f_test, wall = _pymc_fit(spec, build, Xte)
+        idata, f_test, f_train, wall, notes = _pymc_fit(spec, build, Xte, ytr)
+        out.update(notes)
         p = special.expit(f_test).mean(axis=(0, 1))
-        out["ess_f_per_s"] = _ess_per_s(f_test, wall)
+        out["ess_f_per_s"] = _ess_per_s(f_train, wall)
         if "mu_mh_accept" in idata.sample_stats:
             out["mh_accept"] = float(idata.sample_stats["mu_mh_accept"].mean())
     elif method == "stochtree-probit":
@@ -128,10 +146,12 @@ def _ionosphere(spec: dict) -> dict:
                                      "outcome_model": OutcomeModel(outcome="binary", link="probit")},
                      mean_forest_params={"num_trees": spec["m"]})
         wall = time.perf_counter() - t0
-        lin = np.asarray(model.predict(Xte, terms="y_hat", type="posterior"))  # (n_test, chains * draws)
-        f_test = lin.reshape(len(yte), spec["chains"], spec["draws"]).transpose(1, 2, 0)
-        p = stats.norm.cdf(f_test).mean(axis=(0, 1))
-        out["ess_f_per_s"] = _ess_per_s(f_test, wall)
+        def draws_at(rows):  # (rows, chains * draws), chain 1's draws first
+            lin = np.asarray(model.predict(rows, terms="y_hat", type="posterior"))
+            return lin.reshape(len(rows), spec["chains"], spec["draws"]).transpose(1, 2, 0)
+
+        p = stats.norm.cdf(draws_at(Xte)).mean(axis=(0, 1))
+        out["ess_f_per_s"] = _ess_per_s(draws_at(Xtr[:N_ESS_ROWS]), wall)
     else:
         from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 
@@ -156,25 +176,26 @@ def _bikes(spec: dict) -> dict:
     nb = spec["likelihood"] == "negbinomial"
     spec = {**spec, "X_train": Xtr}
 
-    def build(pkg, pm):
-        mu = pkg.BART("mu", Xtr, np.log(ytr), m=spec["m"])
+    def build(pkg, pm, name, X, Y, fit):
+        mu = pkg.BART(name, X, Y, m=spec["m"])
         if nb:
             alpha = pm.Exponential("alpha", 1.0)
-            pm.NegativeBinomial("y", mu=pm.math.exp(mu), alpha=alpha, observed=ytr)
+            pm.NegativeBinomial("y", mu=pm.math.exp(fit(mu)), alpha=alpha, observed=ytr)
         else:
-            pm.Poisson("y", mu=pm.math.exp(mu), observed=ytr)
+            pm.Poisson("y", mu=pm.math.exp(fit(mu)), observed=ytr)
         return mu
 
-    idata, f_test, wall = _pymc_fit(spec, build, Xte)
+    idata, f_test, f_train, wall, notes = _pymc_fit(spec, build, Xte, np.log(ytr))
     lam = np.exp(f_test)  # (chain, draw, n_test)
     if nb:
         alpha = idata.posterior["alpha"].values[..., None]
         logp = stats.nbinom.logpmf(yte, alpha, alpha / (alpha + lam))
     else:
         logp = stats.poisson.logpmf(yte, lam)
-    log_score = float(np.mean(special.logsumexp(logp.reshape(-1, len(yte)), axis=0) - np.log(logp[..., 0].size)))
-    out = {"wall_s": wall, "log_score": log_score, "rmse": float(np.sqrt(np.mean((lam.mean(axis=(0, 1)) - yte) ** 2))),
-           "ess_f_per_s": _ess_per_s(f_test, wall)}
+    n_draws = logp[..., 0].size
+    log_score = float(np.mean(special.logsumexp(logp.reshape(-1, len(yte)), axis=0) - np.log(n_draws)))
+    rmse = float(np.sqrt(np.mean((lam.mean(axis=(0, 1)) - yte) ** 2)))
+    out = {**notes, "wall_s": wall, "log_score": log_score, "rmse": rmse, "ess_f_per_s": _ess_per_s(f_train, wall)}
     if "mu_mh_accept" in idata.sample_stats:
         out["mh_accept"] = float(idata.sample_stats["mu_mh_accept"].mean())
     return out
@@ -280,6 +301,13 @@ def render(saved: dict) -> str:
                               [("log score", "log_score"), ("RMSE of f", "rmse_mean"),
                                ("RMSE of log sd", "rmse_log_sd"), ("wall s", "wall_s"),
                                ("MH acceptance (log sd)", "mh_accept")]), ""]
+    same = [r for r in ok if r.get("chains_identical")]
+    if same:
+        which = sorted({f"{r['spec']['case']} {r['spec']['method']} {r['spec'].get('likelihood') or ''}".strip()
+                        for r in same})
+        lines += [f"* In {len(same)} fits the two chains were identical draw for draw ({', '.join(which)}): "
+                  "pymc-bart gave both chain processes the same stream here. Their multi-chain ESS counts each "
+                  "draw twice, so those ESS/s are about twice what two independent chains would give.", ""]
     lines += harness.run_notes(results, lambda sp: f"{sp['case']} {sp['method']} seed {sp['seed']}")
     return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
 

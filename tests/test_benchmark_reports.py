@@ -16,6 +16,8 @@ REPORTS = [
     "ct-horizon-sweep",
     "ct-wu",
     "ct-wu-quick",
+    "glm",
+    "likelihood-cost",
     "persistence",
     "pg-california",
     "pg-california-quick",
