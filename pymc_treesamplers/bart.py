@@ -61,7 +61,7 @@ class BARTRV(RandomVariable):
             return self.mu0, self.sigma_mu
         mu0 = constant_fit / self.m if self.auto_leaf[0] else self.mu0
         sigma_mu = 3.0 / (self.k * np.sqrt(self.m)) if self.auto_leaf[1] else self.sigma_mu
-        return mu0, sigma_mu
+        return float(mu0), float(sigma_mu)
 
     def split_weights(self, p: int) -> np.ndarray:
         return np.ones(p) if self.split_prior is None else np.asarray(self.split_prior, dtype=float)
