@@ -209,8 +209,8 @@ class BART(Distribution):
         the BART value (Bernoulli, Poisson, ...) the BART lives on the link scale, and the tree steps
         replace defaulted values by ``mu0 = c / m`` (``c``: the best constant fit on that scale) and
         ``sigma_mu = 3 / (k sqrt(m))`` (Chipman et al. 2010). Prior predictive draws
-        (``pm.sample_prior_predictive``) use the values set here: pass both explicitly for a prior
-        predictive check on the link scale.
+        (``pm.sample_prior_predictive``) use the values set here (the step warns when they differ):
+        pass both explicitly for a prior predictive check on the link scale.
     split_prior : (p,) array, optional
         Non-negative weights of the covariates when choosing split variables.
     max_bins : int, default 256

@@ -5,6 +5,8 @@ The exactness of the corrected tree updates is proven on the kernel chain in tes
 here ``pm.sample`` runs the same code from a PyMC model, once against enumeration as well.
 """
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -104,12 +106,14 @@ def test_detected_family_and_link_scale_leaf_prior():
     with pm.Model():
         mu = _bart(m=20)
         like(mu)
-        step = pmt.CGMStep([mu])
+        with pytest.warns(UserWarning, match="prior predictive draws"):
+            step = pmt.CGMStep([mu])
     assert step.working.family == "Poisson (log link)"
     # defaulted leaf prior on the log scale: sd 3 / (k sqrt(m)), mean the best constant over m
     assert step.prior.s2 == pytest.approx((3.0 / (2.0 * np.sqrt(20))) ** 2)
     assert 20 * step.prior.mu0 == pytest.approx(np.log(FAMILIES["poisson-log"][3].mean()), abs=1e-6)
-    with pm.Model():
+    with pm.Model(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # explicit leaf prior: the same everywhere, nothing to say
         mu = _bart(m=20, mu0=0.1, sigma_mu=0.2)
         like(mu)
         step = pmt.CGMStep([mu])

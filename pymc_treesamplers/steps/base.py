@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import field
 from typing import Any, NamedTuple
 
@@ -89,6 +90,17 @@ class BaseTreeStep(ArrayStepShared):
         if self.corrected:
             mu0, sigma_mu = op.leaf_prior(self.working.constant_fit())
             self.working.mu0, self.working.s2 = mu0, sigma_mu**2
+            if any(op.auto_leaf):
+                # the Op's own prior draws (pm.sample_prior_predictive) keep the values BART resolved on
+                # the scale of Y; say so rather than let a prior predictive check use another prior
+                warnings.warn(
+                    f"{rv.name!r}: under the likelihood {self.working.family} the tree step uses the leaf prior "
+                    f"mu0={mu0:.4g}, sigma_mu={sigma_mu:.4g} on the link scale, but prior predictive draws of "
+                    f"{rv.name!r} use mu0={op.mu0:.4g}, sigma_mu={op.sigma_mu:.4g} (the scale of Y). Pass mu0 and "
+                    "sigma_mu to pmt.BART to make them the same.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             if isinstance(self.working, FamilyWorkingModel):
                 self.working.choose_leaf_proposal(self.m)
         else:
