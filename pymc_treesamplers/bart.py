@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Distribution, _call_rv_op
+from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
@@ -18,7 +19,7 @@ from pytensor.tensor.variable import TensorConstant
 from .binning import SPLIT_POINTS, bin_columns, numeric_array
 from .prior import sample_prior_tree
 
-__all__ = ["BART", "BARTRV", "as_data_array", "bart_spec"]
+__all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 
 
 class BARTRV(RandomVariable):
@@ -67,17 +68,25 @@ class BARTRV(RandomVariable):
         return np.ones(p) if self.split_prior is None else np.asarray(self.split_prior, dtype=float)
 
     def rng_fn(self, rng, X, Y, size):
-        """Draw the sum of ``m`` trees from the prior (structure and leaves) at the rows of X."""
-        if size is not None and tuple(size) not in ((), (X.shape[0],)):
-            raise ValueError("BART does not support batched draws (size/shape beyond (n,))")
+        """Draw the sum of ``m`` trees from the prior (structure and leaves) at the rows of X; with
+        ``size = (k,)`` one independent forest per output, shape ``(k, n)``."""
+        # PyTensor broadcasts X and Y to the batch (output) shape: every output has the same X
+        X = X.reshape(-1, *X.shape[-2:])
+        if not (X == X[:1]).all():
+            raise ValueError("BART prior draws need the same X for every output")
+        X = X[0]
+        outputs = 1 if size is None or len(size) == 0 else int(np.prod(size))
+        if size is not None and len(size) > 1:
+            raise ValueError(f"BART has at most one output dimension before the rows, got size {tuple(size)}")
         codes = bin_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points).codes
         wsplit = self.split_weights(codes.shape[0])
-        out = np.zeros(X.shape[0])
-        for _ in range(self.m):
-            leaf = sample_prior_tree(codes, wsplit, self.alpha, self.beta, rng)
-            values = rng.normal(self.mu0, self.sigma_mu, size=leaf.max() + 1)
-            out += values[leaf]
-        return out
+        out = np.zeros((outputs, X.shape[0]))
+        for row in out:
+            for _ in range(self.m):
+                leaf = sample_prior_tree(codes, wsplit, self.alpha, self.beta, rng)
+                values = rng.normal(self.mu0, self.sigma_mu, size=leaf.max() + 1)
+                row += values[leaf]
+        return out[0] if size is None or len(size) == 0 else out
 
 
 def as_data_array(x, what: str) -> np.ndarray:
@@ -93,6 +102,22 @@ def as_data_array(x, what: str) -> np.ndarray:
     elif isinstance(x, pt.TensorVariable):
         raise TypeError(f"{what} must be data (ndarray, DataFrame or pm.Data), not a symbolic tensor")
     return numeric_array(x, what)
+
+
+def bart_covariates(rv) -> pt.TensorVariable:
+    """The covariate matrix X (n, p) of a BART variable, as given to :class:`BART` (a BART with several
+    outputs sees it broadcast over the outputs in its graph: that broadcast is taken off).
+
+    >>> import pymc as pm
+    >>> with pm.Model():
+    ...     mu = BART("mu", np.eye(3), np.ones(3), m=2, shape=(2, 3))
+    >>> bart_covariates(mu).type.shape
+    (3, 3)
+    """
+    X = rv.owner.op.dist_params(rv.owner)[0]
+    while X.ndim > 2 and X.owner is not None and isinstance(X.owner.op, DimShuffle):
+        X = X.owner.inputs[0]
+    return X
 
 
 _OPTIONS = dict(m=200, alpha=0.95, beta=2.0, k=2.0, mu0=None, sigma_mu=None, split_prior=None, max_bins=256,
@@ -249,33 +274,61 @@ class BART(Distribution):
         split_prior=None,
         max_bins=256,
         split_points="data",
+        separate_trees=None,
         **kwargs,
     ):
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
                                  split_prior=split_prior, max_bins=max_bins, split_points=split_points)
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
-        return super().__new__(cls, name, X_in, np.asarray(as_data_array(Y, "Y")), op_kwargs=op_kw, **kwargs)
+        return super().__new__(cls, name, X_in, np.asarray(as_data_array(Y, "Y")), op_kwargs=op_kw,
+                               separate_trees=separate_trees, **kwargs)
 
     @classmethod
-    def dist(cls, X, Y, op_kwargs=None, shape=None, size=None, **kwargs):
+    def dist(cls, X, Y, op_kwargs=None, shape=None, size=None, separate_trees=None, **kwargs):
         if op_kwargs is None:
             Xa, _, op_kwargs = bart_spec(X, Y)
         if kwargs:
             raise TypeError(f"BART got unexpected keyword arguments {sorted(kwargs)}")
+        if separate_trees is not None and not separate_trees:
+            raise ValueError(
+                "separate_trees=False (pymc-bart's trees shared by all outputs, with vector leaves) is not "
+                "available: a BART with several outputs here always has one forest per output (separate_trees=True)"
+            )
         n = int(np.shape(Y)[0])
-        if size is not None and tuple(np.atleast_1d(size)) not in ((), (n,)):
-            raise ValueError(f"BART size must be ({n},), one value per row of X; got {size}")
+        outputs = None
+        if size is not None:
+            size = tuple(np.atleast_1d(size))
+            if size[-1:] == (n,):
+                size = size[:-1]
+            if len(size) > 1:
+                raise ValueError(f"BART size must be (), ({n},), (k,) or (k, {n}); got {size}")
+            outputs = size[0] if size else None
         if shape is not None:
             shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
             static = [_static_int(s) for s in shape]
-            if len(shape) != 1 or (static[0] is not None and static[0] != n):
-                raise ValueError(f"BART shape must be ({n},), one value per row of X; got {shape}")
+            if len(shape) not in (1, 2) or (static[-1] is not None and static[-1] != n):
+                raise ValueError(f"BART shape must be ({n},) (one value per row of X) or (k, {n}) (k outputs, one "
+                                 f"forest each); got {shape}")
+            if len(shape) == 2:
+                if static[0] is None:  # a dim's length: a shared variable holding the current coords' length
+                    try:
+                        static[0] = int(pt.as_tensor_variable(shape[0]).eval())
+                    except Exception:
+                        pass
+                if static[0] is None:
+                    raise ValueError(f"BART shape {shape}: the number of outputs must be known when the model is "
+                                     "built (give it as an integer or through fixed coords)")
+                outputs = static[0]
+        if outputs is not None and (not isinstance(outputs, (int, np.integer)) or outputs < 1):
+            raise ValueError(f"BART needs at least one output, got {outputs!r}")
         op = BARTRV(**op_kwargs)
-        _, rv = _call_rv_op(op, pt.as_tensor_variable(X), pt.as_tensor_variable(np.asarray(Y, dtype=float)))
+        args = (pt.as_tensor_variable(X), pt.as_tensor_variable(np.asarray(Y, dtype=float)))
+        _, rv = _call_rv_op(op, *args, **({} if outputs is None else {"size": (int(outputs),)}))
         return rv
 
     def logp(value, X, Y):
-        return pt.zeros_like(value)
+        # one term per output (the rows are the support): the trees' prior is the tree steps' business
+        return pt.zeros(value.shape[:-1], dtype=value.dtype)
 
     def support_point(rv, size, X, Y):
         return pt.zeros_like(rv) + pt.mean(Y)

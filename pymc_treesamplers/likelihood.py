@@ -32,14 +32,50 @@ from .kernels import families as fam
 from .kernels.graph import GraphLik, graph_lik, register_host
 
 
+class OutputView:
+    """One output of a BART variable of shape ``(k, n)`` as a working model sees it: a vector ``var``
+    stands for row ``index`` of the value, and the other rows are read from ``base``, a shared variable
+    the step keeps equal to the variable's current value (:meth:`set_others`). Each output's forest is
+    then updated given the others, under its own working model, exactly as a BART vector is.
+
+    >>> import pytensor.tensor as pt
+    >>> view = OutputView(pt.matrix("mu"), 1, np.zeros((2, 3)))
+    >>> view.var.name, view.base.get_value().shape
+    ('mu[1]', (2, 3))
+    """
+
+    def __init__(self, value_var, index: int, value: np.ndarray):
+        self.index = int(index)
+        self.base = pytensor.shared(np.array(value, dtype=value_var.dtype), name=f"{value_var.name}_others")
+        self.var = pt.vector(f"{value_var.name}[{index}]", dtype=value_var.dtype)
+        self.replacement = {value_var: pt.set_subtensor(self.base[self.index], self.var)}
+        self.shape = tuple(np.shape(value))
+
+    def set_others(self, value: np.ndarray) -> None:
+        """Make the other outputs' current values ``value`` (shape ``(k, n)``; row ``index`` is ignored)."""
+        self.base.set_value(np.asarray(value, dtype=self.base.dtype))
+
+    def row(self, x: np.ndarray, n: int) -> np.ndarray | None:
+        """This output's row of a per-observation array ``x`` that is shaped like the whole variable
+        (``(k, n)``) or like one output (``(n,)``); None if it is neither."""
+        shape = np.shape(x)
+        if shape == (n,):
+            return np.asarray(x)
+        if len(shape) == 2 and shape[1] == n and shape[0] == self.shape[0]:
+            return np.asarray(x)[self.index]
+        return None
+
+
 class GaussianWorkingModel:
     """Pseudo-data of one BART variable under a likelihood that is Gaussian in it.
 
     ``__call__(f)`` returns ``(z, w)`` with ``w >= 0``; rows with ``w = 0`` carry no information.
+    ``view``: for one output of a BART variable with several (:class:`OutputView`), ``f`` is that
+    output's row.
     """
 
     def __init__(self, model: pm.Model, bart_rv, value_var, shared: dict, point: dict, compile_kwargs=None,
-                 require_quadratic=True):
+                 require_quadratic=True, view: OutputView | None = None):
         observed = [rv for rv in model.observed_RVs if bart_rv in set(ancestors([rv]))]
         potentials = [p for p in model.potentials if bart_rv in set(ancestors([p]))]
         free_dependents = [rv for rv in model.free_RVs if rv is not bart_rv and bart_rv in set(ancestors([rv]))]
@@ -60,6 +96,10 @@ class GaussianWorkingModel:
         if self.flat:
             return
         loglik = model.logp(vars=observed + potentials, sum=True, jacobian=False)
+        f0 = np.asarray(point[value_var.name], dtype=float)
+        if view is not None:
+            loglik = graph_replace(loglik, view.replacement, strict=False)
+            value_var, f0 = view.var, f0[view.index]
         grad = pytensor.grad(loglik, value_var)
         # H 1 (row sums of the negative Hessian) and H v: H 1 is H's diagonal exactly when H is
         # diagonal, which _check_elementwise verifies with H v = (H 1) * v for random v
@@ -72,7 +112,6 @@ class GaussianWorkingModel:
         hv_fn = pm.pytensorf.compile([value_var, v], graph_replace(hess_v, shared, strict=False),
                                      **(compile_kwargs or {}))
         self._dtype = value_var.dtype
-        f0 = np.asarray(point[value_var.name], dtype=float)
         self.n = f0.shape[0]
         rng = np.random.default_rng(0)
         f1 = f0 + rng.normal(size=f0.shape) * (1.0 + np.abs(f0).mean())
@@ -206,7 +245,7 @@ class FamilyWorkingModel:
     """
 
     def __init__(self, model: pm.Model, bart_rv, value_var, shared: dict, point: dict, gaussian: GaussianWorkingModel,
-                 center: float, compile_kwargs=None):
+                 center: float, compile_kwargs=None, view: OutputView | None = None):
         names = gaussian.observed_names
         observed = [model[name] for name in names]
         if len(observed) != 1:
@@ -215,7 +254,21 @@ class FamilyWorkingModel:
         obs = observed[0]
         op = obs.owner.op
         params = model.replace_rvs_by_values(list(op.dist_params(obs.owner)))
+        f0 = np.asarray(point[value_var.name], dtype=float)
+        if view is not None:
+            params = graph_replace(params, view.replacement, strict=False)
+            value_var, f0 = view.var, f0[view.index]
+        self._view = view
         dependent = [k for k, p in enumerate(params) if value_var in set(ancestors([p]))]
+        if view is not None and dependent:
+            # every row of the whole variable is an ancestor of mu[0]; keep the parameters whose values
+            # move with this output (the check against PyMC's log-likelihood below backs this up)
+            fn = pm.pytensorf.compile([value_var], graph_replace([params[k] for k in dependent], shared, strict=False),
+                                      on_unused_input="ignore", **(compile_kwargs or {}))
+            rng = np.random.default_rng(2)
+            at0 = fn(f0.astype(value_var.dtype))
+            at1 = fn((f0 + rng.normal(size=f0.shape)).astype(value_var.dtype))
+            dependent = [k for k, a, b in zip(dependent, at0, at1, strict=True) if not np.array_equal(a, b)]
         spec = _FAMILIES.get(type(op), {})
         if len(dependent) != 1 or dependent[0] not in spec:
             where = [op.dist_params(obs.owner)[k].name or f"parameter {k}" for k in dependent]
@@ -238,7 +291,6 @@ class FamilyWorkingModel:
         self.mu0, self.s2 = float(center), 1.0  # the leaf prior; set by the step
         self.refine = True
         self._dtype = value_var.dtype
-        f0 = np.asarray(point[value_var.name], dtype=float)
         self.n = f0.shape[0]
         lik0 = self.record(f0)
         f1 = f0 + np.random.default_rng(1).normal(size=f0.shape)
@@ -253,7 +305,17 @@ class FamilyWorkingModel:
     def _eval(self, f):
         eta, y, *others = self._fn(np.asarray(f, dtype=self._dtype))
         shape = np.shape(eta)
-        if shape != (self.n,):
+        if self._view is not None:
+            # an observation shaped like the whole variable (k, n): this output's row of everything
+            full = np.broadcast_shapes(shape, np.shape(y), *(np.shape(p) for p in others))
+            eta, y, *others = (np.broadcast_to(x, full) for x in (eta, y, *others))
+            rows = [self._view.row(x, self.n) for x in (eta, y, *others)]
+            if any(r is None for r in rows):
+                raise NotImplementedError(f"the likelihood {self.name!r} has shape {full}; the tree steps need "
+                                          f"one observation per row of the BART output ({self.n},) or per value of "
+                                          f"the BART variable {self._view.shape}")
+            eta, y, *others = rows
+        elif shape != (self.n,):
             raise NotImplementedError(f"the likelihood {self.name!r} has shape {shape}; the tree steps need one "
                                       f"observation per row of the BART variable ({self.n},)")
         return np.asarray(eta, dtype=float), np.asarray(y, dtype=float), [np.asarray(p, dtype=float) for p in others]
@@ -355,18 +417,22 @@ class GraphWorkingModel:
 
 
 def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict, center: float,
-                  compile_kwargs=None) -> GaussianWorkingModel | FamilyWorkingModel | GraphWorkingModel:
-    """The working model of ``bart_rv``'s likelihood (module docstring); ``center``: the leaf prior mean.
+                  compile_kwargs=None, view: OutputView | None = None
+                  ) -> GaussianWorkingModel | FamilyWorkingModel | GraphWorkingModel:
+    """The working model of ``bart_rv``'s likelihood (module docstring); ``center``: the leaf prior mean;
+    ``view``: one output of a BART variable with several, given the others.
 
     The exact Gaussian pseudo-data when they apply, else a family of ``kernels/families.py`` when the
     graph matches one, else the PyTensor graph.
     """
-    gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, compile_kwargs, require_quadratic=False)
+    gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, compile_kwargs, require_quadratic=False,
+                                    view=view)
     if gaussian.flat or gaussian.quadratic:
         return gaussian
     if gaussian.n_potentials == 0:
         try:
-            return FamilyWorkingModel(model, bart_rv, value_var, shared, point, gaussian, center, compile_kwargs)
+            return FamilyWorkingModel(model, bart_rv, value_var, shared, point, gaussian, center, compile_kwargs,
+                                      view=view)
         except NotImplementedError as err:
             reason = str(err)
     else:

@@ -17,7 +17,7 @@ import pymc as pm
 import xarray as xr
 from pymc.model import modelcontext
 
-from .bart import BARTRV
+from .bart import BARTRV, bart_covariates
 from .trace import predict
 
 __all__ = ["sample_posterior_predictive"]
@@ -38,12 +38,11 @@ def _bart_vars(model, idata) -> list:
 
 
 def _current_X(rv) -> np.ndarray:
-    X = rv.owner.op.dist_params(rv.owner)[0]
-    return np.asarray(X.eval(), dtype=float)
+    return np.asarray(bart_covariates(rv).eval(), dtype=float)
 
 
 def _replace_posterior(idata, values: dict, model) -> xr.DataTree:
-    """A copy of ``idata`` whose posterior holds ``values`` (name -> (chain, draw, n)) instead.
+    """A copy of ``idata`` whose posterior holds ``values`` (name -> (chain, draw, [k,] n)) instead.
 
     Posterior variables that share a resized dimension are dropped (PyMC then recomputes or
     redraws them at the new size rather than copying stale training-size values).
@@ -52,15 +51,18 @@ def _replace_posterior(idata, values: dict, model) -> xr.DataTree:
     new_vars = {}
     resized = {}
     for name, val in values.items():
-        dims = model.named_vars_to_dims.get(name) or (f"{name}_dim_0",)
-        dim = dims[0]
+        # (chain, draw, n) or, for a BART with several outputs, (chain, draw, k, n): the rows resize
+        core = val.ndim - 2
+        dims = model.named_vars_to_dims.get(name) or tuple(f"{name}_dim_{d}" for d in range(core))
+        dim = dims[-1]
         n = val.shape[-1]
         coord = model.coords.get(dim)
         coord = np.asarray(coord) if coord is not None and len(coord) == n else np.arange(n)
         resized[dim] = coord
-        new_vars[name] = xr.DataArray(
-            val, dims=("chain", "draw", dim), coords={"chain": post["chain"], "draw": post["draw"], dim: coord}
-        )
+        coords = {"chain": post["chain"], "draw": post["draw"], dim: coord}
+        if core == 2:
+            coords[dims[0]] = post[name][dims[0]] if dims[0] in post[name].coords else np.arange(val.shape[2])
+        new_vars[name] = xr.DataArray(val, dims=("chain", "draw", *dims), coords=coords)
     stale = [v for v in post.data_vars if v in values or any(d in resized for d in post[v].dims)]
     post = post.drop_vars(stale).drop_dims([d for d in resized if d in post.dims], errors="ignore")
     post = post.assign(new_vars)

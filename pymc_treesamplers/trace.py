@@ -417,13 +417,32 @@ def check_new_X(X_new, p: int | None) -> np.ndarray:
     return np.ascontiguousarray(X)
 
 
+def _split_outputs(enc: np.ndarray) -> tuple[list, int]:
+    """Each draw's forests (one per output, comma-separated) in one flat list, and the number of
+    outputs (the same in every draw, else a :class:`ForestFormatError` naming the draw)."""
+    parts, k = [], None
+    for d, t in enumerate(enc):
+        try:
+            pieces = _as_text(t).split(",")
+        except TypeError:
+            pieces = [t]  # decode_trace says what is wrong with it
+        if k is None:
+            k = len(pieces)
+        elif len(pieces) != k:
+            raise ForestFormatError(f"corrupted pymc_treesamplers forest: {len(pieces)} outputs, the first draw "
+                                    f"has {k}", d)
+        parts.extend(pieces)
+    return parts, k or 1
+
+
 def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     """Draw-matched values of a BART variable at new covariates, from the trace alone.
 
-    Returns an array of shape (chain, draw, n_new): draw d of chain c uses exactly the forest
-    that produced posterior draw (c, d). Works after ``to_netcdf``/``from_netcdf``. Every stored
-    forest is validated first (see the module docstring): a corrupted or foreign one raises
-    :class:`ForestFormatError` (a ``ValueError``) naming its (chain, draw).
+    Returns an array of shape (chain, draw, n_new), or (chain, draw, k, n_new) for a BART with k
+    outputs (``shape=(k, n)``): draw d of chain c uses exactly the forests that produced posterior
+    draw (c, d). Works after ``to_netcdf``/``from_netcdf``. Every stored forest is validated first
+    (see the module docstring): a corrupted or foreign one raises :class:`ForestFormatError` (a
+    ``ValueError``) naming its (chain, draw).
 
     >>> # f_new = pmt.predict(idata, X_test, "mu"); f_new.mean(axis=(0, 1))
     """
@@ -436,14 +455,24 @@ def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     if enc.ndim < 2 or enc.size != enc.shape[0] * enc.shape[1]:
         raise ValueError(f"{key} must hold one encoded forest per (chain, draw), got shape {enc.shape}")
     n_chain, n_draw = enc.shape[0], enc.shape[1]
-    try:
-        p, raw, starts = decode_trace(enc.reshape(-1))
-    except ForestFormatError as err:
-        c, d = divmod(err.index, n_draw)
+
+    def where(index):
+        c, d = divmod(index, n_draw)
         chain = da[da.dims[0]].values[c] if da.dims[0] in da.coords else c
         draw = da[da.dims[1]].values[d] if da.dims[1] in da.coords else d
-        raise ForestFormatError(err.reason, err.index, f"{key} of draw (chain {chain}, draw {draw})") from None
+        return f"{key} of draw (chain {chain}, draw {draw})"
+
+    try:
+        texts, k = _split_outputs(enc.reshape(-1))
+        try:
+            p, raw, starts = decode_trace(texts)
+        except ForestFormatError as err:
+            raise ForestFormatError(err.reason, err.index // k) from None
+    except ForestFormatError as err:
+        raise ForestFormatError(err.reason, err.index, where(err.index)) from None
     X = check_new_X(X_new, p)
-    out = np.empty((n_chain * n_draw, X.shape[0]))
+    out = np.empty((n_chain * n_draw * k, X.shape[0]))
     _predict_trace(raw, starts, X, out)
-    return out.reshape(n_chain, n_draw, X.shape[0])
+    post = idata["posterior"] if "posterior" in idata.children else None
+    several = k > 1 or (post is not None and var_name in post and post[var_name].ndim == 4)
+    return out.reshape(n_chain, n_draw, k, X.shape[0]) if several else out.reshape(n_chain, n_draw, X.shape[0])

@@ -84,8 +84,9 @@ def test_pandas_series_and_frames_are_accepted():
 
 def test_shape_must_match_rows():
     with pm.Model():
-        with pytest.raises(ValueError, match="shape"):
-            pmt.BART("mu", X, Y, shape=(3, 40))
+        for i, shape in enumerate([(41,), (40, 3), (2, 3, 40)]):
+            with pytest.raises(ValueError, match="shape"):
+                pmt.BART(f"mu{i}", X, Y, shape=shape)
 
 
 def test_binning_codes_and_thresholds_agree():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numba
@@ -25,13 +25,13 @@ from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 
-from ..bart import BARTRV, as_data_array
+from ..bart import BARTRV, as_data_array, bart_covariates
 from ..binning import bin_columns
 from ..forest import Forest, forest_sum, forest_summary, init_roots
 from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
 from ..kernels.families import POISSON_LOG, family_lik
 from ..kernels.graph import graph_lik, register_host
-from ..likelihood import FamilyWorkingModel, GaussianWorkingModel, working_model
+from ..likelihood import FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
 from ..records import Pseudo, TreePrior, split_data
 from ..trace import encode_forest
 
@@ -40,21 +40,37 @@ _log = logging.getLogger("pymc_treesamplers")
 
 @dataclass_state
 class TreeStepState(StepMethodState):
-    """Sampling state of a tree step: the forest, its fit at the training rows, whether that fit is
-    the variable's current value (False right after a chain starts), and the tuning flag."""
+    """Sampling state of a tree step: the forest of each output, their fits at the training rows
+    (``(k, n)``), whether those are the variable's current value (False right after a chain starts),
+    and the tuning flag."""
 
-    forest: Forest
+    forests: list
     f: np.ndarray
     synced: bool
     tune: bool
     var_name: str = field(metadata={"frozen": True})
 
 
+@dataclass
+class Output:
+    """What a step knows of one output of its BART variable: the working model of the likelihood in
+    that output (given the others), whether it needs the Metropolis-Hastings correction, the tree
+    prior (leaf prior on the output's scale) and, for a variable with several outputs, the view that
+    feeds the others' current values to the working model."""
+
+    working: GaussianWorkingModel | FamilyWorkingModel | Any
+    corrected: bool
+    prior: TreePrior
+    view: OutputView | None
+
+
 class BaseTreeStep(ArrayStepShared):
     """Base class of the BART step methods; one instance updates one BART variable.
 
     Several BART variables given to one step class become one step per variable (PyMC's
-    non-blocked convention), each updated given the current values of the others.
+    non-blocked convention), each updated given the current values of the others. A BART variable
+    of shape ``(k, n)`` has one forest per output; a sweep updates the outputs in turn, each given
+    the others' current values (Gibbs over outputs, each output's update exact as for a vector).
     """
 
     name = "tree_step"
@@ -76,8 +92,7 @@ class BaseTreeStep(ArrayStepShared):
         if initial_point is None:
             initial_point = model.initial_point()
         op: BARTRV = rv.owner.op
-        _, _, X, _ = rv.owner.inputs
-        X = as_data_array(X, "X")
+        X = as_data_array(bart_covariates(rv), "X")
         binning = bin_columns(X, op.max_bins, op.split_points)
         self.var_name = rv.name
         self.thr_table = binning.threshold_table()
@@ -85,27 +100,12 @@ class BaseTreeStep(ArrayStepShared):
         self.n, self.p = X.shape
         self.data = split_data(binning.codes, op.split_weights(self.p))
         shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
-        self.working = working_model(model, rv, value_var, shared, initial_point, op.mu0, compile_kwargs)
-        self.corrected = not isinstance(self.working, GaussianWorkingModel)
-        if self.corrected:
-            mu0, sigma_mu = op.leaf_prior(self.working.constant_fit())
-            self.working.mu0, self.working.s2 = mu0, sigma_mu**2
-            if any(op.auto_leaf):
-                # the Op's own prior draws (pm.sample_prior_predictive) keep the values BART resolved on
-                # the scale of Y; say so rather than let a prior predictive check use another prior
-                warnings.warn(
-                    f"{rv.name!r}: under the likelihood {self.working.family} the tree step uses the leaf prior "
-                    f"mu0={mu0:.4g}, sigma_mu={sigma_mu:.4g} on the link scale, but prior predictive draws of "
-                    f"{rv.name!r} use mu0={op.mu0:.4g}, sigma_mu={op.sigma_mu:.4g} (the scale of Y). Pass mu0 and "
-                    "sigma_mu to pmt.BART to make them the same.",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            if isinstance(self.working, FamilyWorkingModel):
-                self.working.choose_leaf_proposal(self.m)
-        else:
-            mu0, sigma_mu = op.leaf_prior()
-        self.prior = TreePrior(op.alpha, op.beta, mu0, sigma_mu**2)
+        value = np.asarray(initial_point[value_var.name])
+        self.k = 1 if value.ndim == 1 else value.shape[0]
+        self.outputs = [self._output(model, rv, value_var, shared, initial_point, compile_kwargs,
+                                     None if value.ndim == 1 else OutputView(value_var, i, value))
+                        for i in range(self.k)]
+        corrected = any(out.corrected for out in self.outputs)
         base = {
             "tree_depth": np.float64,
             "n_leaves": np.float64,
@@ -116,7 +116,7 @@ class BaseTreeStep(ArrayStepShared):
             "forest": object,
             **self._extra_stats,
             # share of tree proposals the likelihood correction accepted (non-Gaussian likelihoods)
-            **({"mh_accept": np.float64} if self.corrected else {}),
+            **({"mh_accept": np.float64} if corrected else {}),
         }
         self._stat_names = {k: f"{self.var_name}_{k}" for k in base}
         self.stats_dtypes_shapes = {"tune": (bool, []), **{self._stat_names[k]: (d, []) for k, d in base.items()}}
@@ -126,6 +126,53 @@ class BaseTreeStep(ArrayStepShared):
         self._reset_chain()
         self._scratch = None
         _compile_kernels_once(self)
+
+    def _output(self, model, rv, value_var, shared, point, compile_kwargs, view) -> Output:
+        """The working model and tree prior of one output (the whole variable when ``view`` is None)."""
+        op: BARTRV = rv.owner.op
+        working = working_model(model, rv, value_var, shared, point, op.mu0, compile_kwargs, view=view)
+        corrected = not isinstance(working, GaussianWorkingModel)
+        if not corrected:
+            mu0, sigma_mu = op.leaf_prior()
+            return Output(working, False, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
+        mu0, sigma_mu = op.leaf_prior(working.constant_fit())
+        working.mu0, working.s2 = mu0, sigma_mu**2
+        if any(op.auto_leaf):
+            # the Op's own prior draws (pm.sample_prior_predictive) keep the values BART resolved on
+            # the scale of Y; say so rather than let a prior predictive check use another prior
+            which = rv.name if view is None else f"{rv.name}[{view.index}]"
+            warnings.warn(
+                f"{which!r}: under the likelihood {working.family} the tree step uses the leaf prior "
+                f"mu0={mu0:.4g}, sigma_mu={sigma_mu:.4g} on the link scale, but prior predictive draws of "
+                f"{rv.name!r} use mu0={op.mu0:.4g}, sigma_mu={op.sigma_mu:.4g} (the scale of Y). Pass mu0 and "
+                "sigma_mu to pmt.BART to make them the same.",
+                UserWarning,
+                stacklevel=4,
+            )
+        if isinstance(working, FamilyWorkingModel):
+            working.choose_leaf_proposal(self.m)
+        return Output(working, True, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
+
+    # a BART vector has one output: its working model, prior and forest by the names of one
+    @property
+    def working(self):
+        return self.outputs[0].working
+
+    @property
+    def prior(self) -> TreePrior:
+        return self.outputs[0].prior
+
+    @property
+    def corrected(self) -> bool:
+        return self.outputs[0].corrected
+
+    @property
+    def forest(self) -> Forest:
+        return self.forests[0]
+
+    @forest.setter
+    def forest(self, forest: Forest) -> None:
+        self.forests[0] = forest
 
     # ------------------------------------------------------------------ what a sampler provides
 
@@ -144,12 +191,15 @@ class BaseTreeStep(ArrayStepShared):
     # ----------------------------------------------------------------------------- the chain
 
     def _reset_chain(self) -> None:
-        self.forest = Forest.empty(self.m, self.n, self.prior.mu0)
-        init_roots(self.forest.arrays(), self.data, self.prior.mu0)
-        self.f = np.empty(self.n)
-        forest_sum(self.forest.arrays(), self.f)
+        self.forests = []
+        self.f = np.empty((self.k, self.n))
+        for out, f in zip(self.outputs, self.f, strict=True):
+            forest = Forest.empty(self.m, self.n, out.prior.mu0)
+            init_roots(forest.arrays(), self.data, out.prior.mu0)
+            forest_sum(forest.arrays(), f)
+            self.forests.append(forest)
         self.synced = False
-        self._changed = np.zeros(self.m, dtype=np.bool_)
+        self._changed = np.zeros((self.k, self.m), dtype=np.bool_)
         self._split_counts = np.zeros(self.p, dtype=np.int64)
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
@@ -177,71 +227,85 @@ class BaseTreeStep(ArrayStepShared):
             self._scratch = (new_work(self.n), self._new_scratch(self.data.codes, self.m), kernels)
         return self._scratch
 
-    def _run_sweep(self, ps) -> None:
+    def _run_sweep(self, ps, i: int = 0) -> None:
+        """One sweep over the trees of output ``i`` with pseudo-data or likelihood record ``ps``."""
         work, scratch, kernels = self._buffers()
+        forest, prior, changed = self.forests[i], self.outputs[i].prior, self._changed[i]
         j, resume = 0, False
         while True:
-            code, j = kernels.sweep(self.rng, j, resume, self.data, self.prior, self.forest.arrays(), ps, work,
-                                    scratch, self._changed)
+            code, j = kernels.sweep(self.rng, j, resume, self.data, prior, forest.arrays(), ps, work, scratch, changed)
             if code == SWEEP_DONE:
                 return
             if code == SWEEP_FAILED:
                 raise RuntimeError(self._failure(j))
-            self.forest.grow_capacity(int(work.nn[0]))
+            forest.grow_capacity(int(work.nn[0]))
             resume = True
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
-        if self.synced and not np.array_equal(q0.data, self.f if q0.data.dtype == self.f.dtype else
-                                              self.f.astype(q0.data.dtype)):
+        if self.synced and not np.array_equal(q0.data, self.f.ravel() if q0.data.dtype == self.f.dtype else
+                                              self.f.ravel().astype(q0.data.dtype)):
             raise RuntimeError(
                 f"the value of the BART variable {self.var_name!r} was changed outside its tree step, so it no longer "
                 "matches the trees. Let one pymc_treesamplers step own each BART variable (no other step, no manual "
                 "edits of the point); to resume a chain, restore the step's sampling_state together with the point."
             )
-        extra = {}
-        if self.corrected:
-            lik = self.working.record(self.f)
-            self._run_sweep(lik)
-            extra["mh_accept"] = lik.counts[1] / max(lik.counts[0], 1)
-        else:
-            z, w = self.working(self.f)
-            self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - self.f, np.asarray(w, dtype=np.float64)))
-        fr = self.forest.arrays()
         kernels = self._buffers()[2]
-        kernels.forest_sum(fr, self.f)
+        per_output, accepted = [], []
+        depth = leaves = 0.0
+        split_counts = np.zeros(self.p, dtype=np.int64)
+        for i, (out, f) in enumerate(zip(self.outputs, self.f, strict=True)):
+            if out.view is not None:
+                out.view.set_others(self.f)
+            if out.corrected:
+                lik = out.working.record(f)
+                self._run_sweep(lik, i)
+                accepted.append(lik.counts[1] / max(lik.counts[0], 1))
+            else:
+                z, w = out.working(f)
+                self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - f, np.asarray(w, dtype=np.float64)), i)
+            fr = self.forests[i].arrays()
+            kernels.forest_sum(fr, f)
+            d, nl = kernels.forest_summary(fr, self._split_counts)
+            depth, leaves = depth + d / self.k, leaves + nl / self.k
+            split_counts += self._split_counts
+            per_output.append(self._sampler_stats())
         self.synced = True
-        depth, leaves = kernels.forest_summary(fr, self._split_counts)
         values = {
             "tree_depth": depth,
             "n_leaves": leaves,
             "accept": float(self._changed.mean()),
-            "split_counts": self._split_counts.copy(),
-            "forest": encode_forest(self.forest, self.thr_table),
-            **self._sampler_stats(),
-            **extra,
+            "split_counts": split_counts,
+            # one encoded forest per output, comma-separated (not in the base64 alphabet)
+            "forest": ",".join(encode_forest(forest, self.thr_table) for forest in self.forests),
+            **{name: float(np.mean([s[name] for s in per_output])) for name in per_output[0]},
+            **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
         }
         stats = {"tune": self.tune, **{self._stat_names[k]: v for k, v in values.items()}}
-        return RaveledVars(self.f.astype(q0.data.dtype), q0.point_map_info), [stats]
+        return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
 
 
 class _Bound:
-    """A numba function bound to the argument types of its first call.
+    """A numba function bound to the argument types of its calls.
 
     numba's dispatch types record (NamedTuple) arguments in Python on every call, ~20-50 us for a
-    step's records: as much as a whole update of a small tree. The step's argument types never
-    change within a chain, so after the first call the compiled entry point is called directly.
+    step's records: as much as a whole update of a small tree. A step's argument types never change
+    within a chain (the outputs of one variable may differ in their likelihood record's type, hence
+    one entry point per tuple of Python types), so after the first call of each kind the compiled
+    entry point is called directly.
     """
 
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
-        self.entry = None
+        self.entries = {}
 
     def __call__(self, *args):
-        if self.entry is None:
+        key = tuple(type(a) for a in args)
+        entry = self.entries.get(key)
+        if entry is None:
             out = self.dispatcher(*args)
-            self.entry = self.dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
+            self.entries[key] = self.dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
             return out
-        return self.entry(*args)
+        return entry(*args)
 
 
 class _Kernels(NamedTuple):
@@ -257,7 +321,12 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
     """Compile (or load from numba's cache) the sweep for this sampler before sampling starts, saying so
     when it is a real compile, so the first ``pm.sample`` does not sit silently at 0% (worker
     processes then load the compiled code from the cache)."""
-    kind = (type(step), type(step.working))
+    for out in step.outputs:
+        _compile_sweep(step, out)
+
+
+def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
+    kind = (type(step), type(out.working))
     if kind in _COMPILED:
         return
     _COMPILED.add(kind)
@@ -266,19 +335,19 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
     forest = Forest.empty(1, 4, 0.0)
     fa = forest.arrays()
     # the record type, not the family or the graph, sets the compiled code
-    if isinstance(step.working, FamilyWorkingModel):
+    if isinstance(out.working, FamilyWorkingModel):
         ps = family_lik(POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4))
-    elif step.corrected:
+    elif out.corrected:
         ps = graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))
     else:
         ps = Pseudo(np.zeros(4), np.ones(4))
-    args = (np.random.default_rng(0), 0, False, data, step.prior, fa, ps, new_work(4), step._new_scratch(codes, 1),
+    args = (np.random.default_rng(0), 0, False, data, out.prior, fa, ps, new_work(4), step._new_scratch(codes, 1),
             np.zeros(1, dtype=np.bool_))
     cached = _in_numba_cache(sweep, args)
     t0 = time.perf_counter()
     if not cached:
         _log.info("pymc_treesamplers: compiling the %s kernels%s (first use with this numba cache; cached after)",
-                  kind[0].__name__, f" for {kind[1].__name__}" if step.corrected else "")
+                  kind[0].__name__, f" for {kind[1].__name__}" if out.corrected else "")
     init_roots(fa, data, 0.0)
     sweep(*args)
     forest_sum(fa, np.empty(4))
