@@ -22,6 +22,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.continuous import AsymmetricLaplaceRV
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.scalar import Erfc, Exp, Sigmoid
@@ -140,7 +141,7 @@ class GaussianWorkingModel:
 
 SUPPORTED = ("Normal (mean affine in the BART value: exact, no correction; log of sigma), Bernoulli and "
              "Binomial (logit or probit of p), Poisson (log of mu), NegativeBinomial (log of mu), Gamma "
-             "(log of the mean with alpha fixed), StudentT (mu)")
+             "(log of the mean with alpha fixed), StudentT (mu), AsymmetricLaplace (mu)")
 
 
 def _probit_input(node):
@@ -195,6 +196,8 @@ _FAMILIES = {
     rvs.GammaRV: {1: ((fam.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0))},
     rvs.NormalRV: {1: ((fam.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0))},
     rvs.StudentTRV: {1: ((fam.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]))},
+    # a SymbolicRandomVariable with params (b, kappa, mu) (pm.AsymmetricLaplace(q=...) gives kappa)
+    AsymmetricLaplaceRV: {2: ((fam.ASYM_LAPLACE, "identity"), lambda y, p: (y, p[0], p[1]))},
 }
 
 
@@ -361,7 +364,10 @@ def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict
     The exact Gaussian pseudo-data when they apply, else a family of ``kernels/families.py`` when the
     graph matches one, else the PyTensor graph.
     """
-    gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, compile_kwargs, require_quadratic=False)
+    # a piecewise-linear likelihood (AsymmetricLaplace) has a Hessian that PyTensor simplifies to zeros,
+    # leaving the direction of the Hessian-vector product out of the graph
+    gaussian_kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {})}
+    gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, gaussian_kwargs, require_quadratic=False)
     if gaussian.flat or gaussian.quadratic:
         return gaussian
     if gaussian.n_potentials == 0:

@@ -19,13 +19,19 @@ kind               ``l(eta)``                                  used for
 ``NORMAL_LOGSD``   ``-eta - u exp(-2 eta) / 2``                Normal (``u = (y - mu)^2``), log sd
 ``STUDENT_T``      ``-(v + 1)/2 log(1 + (u - eta)^2/(v s^2))`` Student-t (``u = y``, ``v = nu``,
                                                                ``s = sigma``), the location
+``ASYM_LAPLACE``   ``-v s (u - eta)`` if ``u >= eta``, else    AsymmetricLaplace (``u = y``,
+                   ``-v (eta - u) / s``                        ``v = b``, ``s = kappa``), the
+                                                               location (quantile regression)
 =================  ==========================================  ===================================
 
 For tree ``j`` the working model is the second-order expansion of the log-likelihood at the fit
 *without* tree ``j`` plus the prior mean of a leaf (``f - g_j + mu0``: where ``f`` is expected to be
 before tree ``j`` is seen), with a positive working curvature (the observed one for the log-concave
 families, the Fisher information for Student-t, whose observed curvature turns negative in the
-tails, and for the Normal log-sd, whose observed curvature vanishes with the residual): ``z_i ~
+tails, for the Normal log-sd, whose observed curvature vanishes with the residual, and for the
+asymmetric Laplace, whose log-likelihood is piecewise linear: ``b^2``, the variance of its score
+``b kappa`` above the location and ``-b / kappa`` below, taken with probabilities ``1 / (1 +
+kappa^2)`` and ``kappa^2 / (1 + kappa^2)``): ``z_i ~
 N(g_j(x_i), 1 / w_i)``. It does not depend on tree ``j``, and every kernel's structure move is
 reversible with respect to the tree posterior under it (leaves integrated out). The leaves of the
 proposed structure ``T'`` are then drawn from ``q(mu' | T')``: per leaf, a Student-t (4 degrees of
@@ -56,7 +62,7 @@ from ..records import Pseudo
 from ..tree import add_tree, draw_leaves
 from .driver import register_likelihood
 
-LOGIT2, PROBIT2, POISSON_LOG, GAMMA_LOGSCALE, NORMAL_LOGSD, STUDENT_T = (np.int64(k) for k in range(6))
+LOGIT2, PROBIT2, POISSON_LOG, GAMMA_LOGSCALE, NORMAL_LOGSD, STUDENT_T, ASYM_LAPLACE = (np.int64(k) for k in range(7))
 
 _LOG_HALF = math.log(0.5)
 _SQRT1_2 = math.sqrt(0.5)
@@ -150,6 +156,9 @@ def row_loglik(kind, u, v, s, eta):
         return -v * eta - u * math.exp(-eta)
     if kind == NORMAL_LOGSD:
         return -eta - 0.5 * u * math.exp(-2.0 * eta)
+    if kind == ASYM_LAPLACE:
+        res = u - eta
+        return -res * v * s if res >= 0.0 else res * v / s
     res = u - eta  # STUDENT_T
     return -0.5 * (v + 1.0) * math.log1p(res * res / (v * s * s))
 
@@ -175,6 +184,14 @@ def row_derivs(kind, u, v, s, eta):
     if kind == NORMAL_LOGSD:
         t = u * math.exp(-2.0 * eta)
         return t - 1.0, 2.0
+    if kind == ASYM_LAPLACE:
+        # the score jumps at the kink (any value there keeps the update exact: the working model
+        # only has to be a function of the other trees); the curvature is the Fisher information
+        if u > eta:
+            return v * s, v * v
+        if u < eta:
+            return -v / s, v * v
+        return 0.5 * v * (s - 1.0 / s), v * v
     res = u - eta  # STUDENT_T
     vs2 = v * s * s
     return (v + 1.0) * res / (vs2 + res * res), (v + 1.0) / ((v + 3.0) * s * s)
