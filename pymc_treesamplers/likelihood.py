@@ -22,6 +22,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.continuous import AsymmetricLaplaceRV
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.scalar import Erfc, Exp, Sigmoid
@@ -179,7 +180,7 @@ class GaussianWorkingModel:
 
 SUPPORTED = ("Normal (mean affine in the BART value: exact, no correction; log of sigma), Bernoulli and "
              "Binomial (logit or probit of p), Poisson (log of mu), NegativeBinomial (log of mu), Gamma "
-             "(log of the mean with alpha fixed), StudentT (mu)")
+             "(log of the mean with alpha fixed), StudentT (mu), AsymmetricLaplace (mu)")
 
 
 def _probit_input(node):
@@ -234,6 +235,8 @@ _FAMILIES = {
     rvs.GammaRV: {1: ((fam.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0))},
     rvs.NormalRV: {1: ((fam.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0))},
     rvs.StudentTRV: {1: ((fam.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]))},
+    # a SymbolicRandomVariable with params (b, kappa, mu) (pm.AsymmetricLaplace(q=...) gives kappa)
+    AsymmetricLaplaceRV: {2: ((fam.ASYM_LAPLACE, "identity"), lambda y, p: (y, p[0], p[1]))},
 }
 
 
@@ -425,7 +428,10 @@ def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict
     The exact Gaussian pseudo-data when they apply, else a family of ``kernels/families.py`` when the
     graph matches one, else the PyTensor graph.
     """
-    gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, compile_kwargs, require_quadratic=False,
+    # a piecewise-linear likelihood (AsymmetricLaplace) has a Hessian that PyTensor simplifies to zeros,
+    # leaving the direction of the Hessian-vector product out of the graph
+    gaussian_kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {})}
+    gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, gaussian_kwargs, require_quadratic=False,
                                     view=view)
     if gaussian.flat or gaussian.quadratic:
         return gaussian
@@ -437,4 +443,10 @@ def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict
             reason = str(err)
     else:
         reason = "a pm.Potential depends on the BART value"
+    if "mode" not in gaussian_kwargs and pytensor.config.cxx:
+        # the graph is evaluated twice per tree: PyTensor's default numba backend runs ops it cannot
+        # compile (polygamma in a Gamma likelihood's Hessian) element by element in Python, 40x slower
+        # than its C backend on the gallery's Gamma model; use C when a compiler is there
+        gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, {**gaussian_kwargs, "mode": "CVM"},
+                                        require_quadratic=False, view=view)
     return GraphWorkingModel(gaussian, center, reason)

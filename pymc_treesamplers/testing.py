@@ -68,6 +68,8 @@ def _uncorrected_accept(rng, lik, j, old, new, ps):
     lik.counts[1] += 1
     for i in range(lik.f.shape[0]):
         lik.f[i] += lik.z[i] - lik.r[i] - lik.g[i]
+    for i in range(lik.e.shape[0]):  # exp(eta) kept per row (log and logit links with one slope)
+        lik.e[i] = np.exp(lik.a[i] + lik.b[i] * lik.f[i])
     return True
 
 

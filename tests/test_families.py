@@ -9,13 +9,14 @@ multinomial samples of the same size, as everywhere.
 """
 
 import numpy as np
+import pymc as pm
 import pytest
 from exact import empirical, exact_partition_posterior, quadrature_leaf_term, tiny_data, tv_distance, tv_threshold
 from kernel_chain import chain_draws
 from samplers import SAMPLERS
 from scipy import special, stats
 
-from pymc_treesamplers.kernels.families import LOGIT2, POISSON_LOG, PROBIT2, row_terms
+from pymc_treesamplers.kernels.families import ASYM_LAPLACE, LOGIT2, POISSON_LOG, PROBIT2, row_terms
 from pymc_treesamplers.kernels.graph import graph_lik, register_host
 from pymc_treesamplers.testing import UncorrectedFamily
 
@@ -23,6 +24,16 @@ CODES, R, _ = tiny_data(0)
 N_DRAWS = 5000
 Y_BINARY = (R > 0.25).astype(float)
 Y_COUNT = np.array([0.0, 1.0, 6.0, 0.0, 3.0, 2.0, 5.0])
+# asymmetric Laplace (quantile regression at q = 0.3) of the continuous response: scipy's
+# laplace_asymmetric(kappa, loc=mu, scale=1/b) is PyMC's AsymmetricLaplace(b, kappa, mu)
+# (test_asymmetric_laplace_terms checks both). Its working curvature is the Fisher information b^2,
+# which overstates how well a leaf of a few rows pins its value (the log-likelihood is piecewise
+# linear, nearly flat between the rows): at b = 2 the refined proposal is too narrow (MH acceptance
+# 0.16-0.19) and the chains sat above the threshold at twice the registry's thinning (TV 0.046-0.070
+# vs 0.038) and just under it at ten times (CGM 0.035); at b = 1 (acceptance 0.44-0.54) they sit at
+# noise level at the same thinning as Bernoulli-logit, and the uncorrected chain is far off (CGM TV 0.46)
+AL_B, AL_Q = 1.0, 0.3
+AL_KAPPA = float(np.sqrt(AL_Q / (1.0 - AL_Q)))
 
 # name: (family record arguments (kind, u, v, s, refine: leaves from the Newton-refined proposal or the
 # working conditional; both routes are covered), the rows' log-likelihood at leaf value mu, via scipy,
@@ -46,6 +57,10 @@ FAMILIES = {
     "poisson-log": ((POISSON_LOG, Y_COUNT, 0.0, 0.0, True),
                     lambda rows, mu: sum(stats.poisson.logpmf(Y_COUNT[i], np.exp(mu)) for i in rows),
                     float(np.log(Y_COUNT.mean())), 5),
+    "asymmetric-laplace": ((ASYM_LAPLACE, R, AL_B, AL_KAPPA, True),
+                           lambda rows, mu: sum(stats.laplace_asymmetric.logpdf(R[i], AL_KAPPA, loc=mu,
+                                                                                scale=1.0 / AL_B) for i in rows),
+                           float(np.quantile(R, AL_Q)), 1),
 }
 
 
@@ -103,6 +118,29 @@ def test_row_terms_match_scipy_and_finite_differences(kind):
         eps = 1e-4  # second differences: larger step against rounding
         d2 = (ref(eta + eps) - 2 * ref(eta) + ref(eta - eps)) / eps**2
         assert h > 0 and h == pytest.approx(-d2, rel=1e-3, abs=1e-5)
+
+
+def test_asymmetric_laplace_terms():
+    """The family's log-likelihood and score against scipy, its curvature against the Fisher
+    information of the location computed from scipy's distribution (the observed curvature is zero)."""
+    b, kappa, mu = 1.7, 0.6, 0.3
+    dist = stats.laplace_asymmetric(kappa, loc=mu, scale=1.0 / b)
+    ys = np.array([-2.0, -0.1, 0.35, 3.0])
+    pymc_logp = pm.logp(pm.AsymmetricLaplace.dist(b=b, kappa=kappa, mu=mu), ys).eval()
+    np.testing.assert_allclose(pymc_logp, dist.logpdf(ys), rtol=1e-6)  # the parametrisation of the test
+    const = np.log(b / (kappa + 1.0 / kappa))  # the density's eta-free term, left out of l
+    for y in ys:
+        l, dl, h = row_terms(ASYM_LAPLACE, y, b, kappa, mu)
+        assert l + const == pytest.approx(dist.logpdf(y), rel=1e-12)
+        eps = 1e-6
+        fd = (stats.laplace_asymmetric.logpdf(y, kappa, loc=mu + eps, scale=1.0 / b)
+              - stats.laplace_asymmetric.logpdf(y, kappa, loc=mu - eps, scale=1.0 / b)) / (2 * eps)
+        assert dl == pytest.approx(fd, rel=1e-6)
+        # the score is b kappa above mu and -b / kappa below: mean zero, variance b^2
+        below = dist.cdf(mu)
+        assert below == pytest.approx(kappa**2 / (1.0 + kappa**2))
+        assert (1.0 - below) * b * kappa - below * b / kappa == pytest.approx(0.0, abs=1e-12)
+        assert h == pytest.approx((1.0 - below) * (b * kappa) ** 2 + below * (b / kappa) ** 2, rel=1e-12)
 
 
 class LogitHost:

@@ -76,3 +76,23 @@ def test_iris_categorical_softmax():
     assert idata.posterior["μ"].dims[2:] == ("species", "n_obs")
     p = idata.posterior["θ"].mean(("chain", "draw")).values
     assert (p.argmax(axis=0) == y_0).mean() > 0.9
+
+
+def test_quantile_regression_three_quantiles_in_one_bart():
+    """The gallery's quantile model on simulated data (its BMI data are not shipped): three quantiles,
+    one output each, under an AsymmetricLaplace with observations stacked per quantile."""
+    rng = np.random.default_rng(3)
+    n = 300
+    X = rng.uniform(0, 10, size=(n, 1))
+    y = np.sin(X[:, 0] / 2) + rng.normal(0, 0.2 + 0.08 * X[:, 0])
+    y_stack = np.stack([y] * 3)
+    quantiles = np.array([[0.1, 0.5, 0.9]]).T
+    with pm.Model():
+        μ = pmb.BART("μ", X, y, m=30, shape=(3, n))
+        σ = pm.HalfNormal("σ", 5)
+        pm.AsymmetricLaplace("obs", mu=μ, b=σ, q=quantiles, observed=y_stack)
+        idata = pm.sample(**RUN)
+    fit = idata.posterior["μ"].mean(("chain", "draw")).values
+    below = (y[None, :] <= fit).mean(axis=1)
+    np.testing.assert_allclose(below, quantiles[:, 0], atol=0.07)
+    assert ((fit[0] < fit[1]) & (fit[1] < fit[2])).mean() > 0.95
