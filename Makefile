@@ -20,12 +20,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m pymc_treesamplers.demo
 
-# both cores, one test file per worker (a file's tests share compiled kernels); the second pass
+# both cores, tests handed out one at a time to whichever worker is free (worksteal: one file per
+# worker left a core idle while the other ran the long statistical files; compiled kernels are shared
+# through numba's on-disk cache); the second pass
 # recompiles the kernels with bounds checks (into their own cache: numba's cache key does not
 # include the flag) and reruns the tests marked boundscheck, which reach every kernel
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=20
-	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -n 2 --dist loadfile -m boundscheck
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -n 2 --dist worksteal -m boundscheck
 
 lint: $(STAMP)
 	$(PY) -m ruff check pymc_treesamplers tests benchmarks
