@@ -8,6 +8,8 @@ likelihood. Prior predictive draws sample fresh trees from the tree prior.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Distribution, _call_rv_op
@@ -69,7 +71,17 @@ class BARTRV(RandomVariable):
 
     def rng_fn(self, rng, X, Y, size):
         """Draw the sum of ``m`` trees from the prior (structure and leaves) at the rows of X; with
-        ``size = (k,)`` one independent forest per output, shape ``(k, n)``."""
+        ``size = (k,)`` one independent forest per output, shape ``(k, n)``.
+
+        Refused inside ``pm.sample_posterior_predictive`` (``sample_vars=[bart]``): there a prior draw
+        would pass for a prediction from the fitted trees."""
+        if _inside_posterior_predictive():
+            raise ValueError(
+                "pm.sample_posterior_predictive was asked to redraw a BART variable (it is in sample_vars), which "
+                "would draw fresh trees from the prior, not predictions from the fitted ones. Predict from the "
+                "stored trees instead: pmt.sample_posterior_predictive(idata, var_names=[...]) after pm.set_data "
+                "(draw-matched, everything downstream included), or pmt.predict(idata, X_new, var_name)."
+            )
         # PyTensor broadcasts X and Y to the batch (output) shape: every output has the same X
         X = X.reshape(-1, *X.shape[-2:])
         if not (X == X[:1]).all():
@@ -87,6 +99,18 @@ class BARTRV(RandomVariable):
                 values = rng.normal(self.mu0, self.sigma_mu, size=leaf.max() + 1)
                 row += values[leaf]
         return out[0] if size is None or len(size) == 0 else out
+
+
+def _inside_posterior_predictive() -> bool:
+    """Whether PyMC's ``sample_posterior_predictive`` is on the call stack (it evaluates the model's
+    random variables through a compiled function; the Op has no other way to know who calls it)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if (frame.f_code.co_name == "sample_posterior_predictive"
+                and frame.f_globals.get("__name__", "").startswith("pymc.")):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def as_data_array(x, what: str) -> np.ndarray:

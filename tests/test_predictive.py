@@ -70,3 +70,23 @@ def test_missing_forest_is_a_clear_error(fitted):
     bare["sample_stats"] = bare["sample_stats"].to_dataset().drop_vars("mu_forest")
     with model, pytest.raises(ValueError, match="mu_forest"):
         pmt.sample_posterior_predictive(bare)
+
+
+def test_plain_pymc_redraw_of_bart_is_refused_with_the_right_route(fitted):
+    """pymc-bart's route (``sample_vars=["mu"]`` after ``pm.set_data``) would draw trees from the prior."""
+    model, _, idata = fitted
+    X_new = np.random.default_rng(1).uniform(size=(80, 2))
+    with model:
+        pm.set_data({"X": X_new}, coords={"obs": np.arange(80)})
+        with pytest.raises(ValueError, match=r"pmt\.sample_posterior_predictive.*pmt\.predict"):
+            pm.sample_posterior_predictive(idata, var_names=["mu"], sample_vars=["mu"], progressbar=False)
+
+
+def test_prior_predictive_still_draws_from_the_tree_prior(fitted):
+    model, X, _ = fitted
+    with model:
+        pm.set_data({"X": X}, coords={"obs": np.arange(80)})
+        prior = pm.sample_prior_predictive(draws=20, var_names=["mu"], random_seed=3)
+    mu = prior.prior["mu"].values
+    assert mu.shape == (1, 20, 80) and np.isfinite(mu).all()
+    assert mu.std(axis=1).mean() > 0  # fresh trees per draw
