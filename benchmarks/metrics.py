@@ -1,26 +1,13 @@
-"""Numbers computed from draws: bulk ESS and R-hat (arviz-stats), R-coda's ESS, the Gaussian log-likelihood."""
+"""Numbers computed from draws: bulk ESS and R-hat (the package's, from arviz-stats), R-coda's ESS, the Gaussian
+log-likelihood."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from pymc_treesamplers.diagnostics import bulk_ess, rank_rhat
 
-def bulk_ess(draws: np.ndarray) -> np.ndarray:
-    """Bulk ESS (rank-normalised, split chains; Vehtari et al. 2021) of draws shaped (chain, draw, *rest).
-
-    Returns an array of shape ``rest`` (0-d for a scalar quantity), from the numpy interface of
-    arviz 1.x, ``arviz_stats.base.array_stats.ess(method="bulk")``.
-    """
-    from arviz_stats.base import array_stats
-
-    return np.asarray(array_stats.ess(np.asarray(draws, dtype=float), chain_axis=0, draw_axis=1, method="bulk"))
-
-
-def rank_rhat(draws: np.ndarray) -> np.ndarray:
-    """Rank-normalised split R-hat, same layout as :func:`bulk_ess`."""
-    from arviz_stats.base import array_stats
-
-    return np.asarray(array_stats.rhat(np.asarray(draws, dtype=float), chain_axis=0, draw_axis=1, method="rank"))
+__all__ = ["bulk_ess", "coda_ess", "gaussian_loglik", "rank_rhat", "single_chain_bulk_ess"]
 
 
 def single_chain_bulk_ess(x: np.ndarray) -> float:

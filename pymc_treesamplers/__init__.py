@@ -10,7 +10,9 @@ import warnings
 
 import pymc as pm
 
+from . import diagnostics
 from .bart import BART
+from .diagnostics import get_variable_inclusion
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
 from .noise import chipman_sigma2_prior
 from .predictive import sample_posterior_predictive
@@ -28,6 +30,8 @@ __all__ = [
     "NormalScaleGibbs",
     "PGBARTStep",
     "chipman_sigma2_prior",
+    "diagnostics",
+    "get_variable_inclusion",
     "jump_weights",
     "predict",
     "resample_jump_chain",

@@ -42,6 +42,7 @@ from matplotlib.figure import Figure
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import load_boston
+from pymc_treesamplers.diagnostics import bulk_ess
 
 SEED = 20240607
 N_TREES = 50
@@ -96,11 +97,6 @@ def fit(step_cls: type, X_train, y_train, tune: int, draws: int, chains: int = C
             compute_convergence_checks=False,
         )
     return idata, time.perf_counter() - t0
-
-
-def bulk_ess(draws: np.ndarray) -> np.ndarray:
-    """Bulk ESS (rank-normalised split R-hat family, Vehtari et al. 2021) of (chain, draw, ...) draws."""
-    return np.asarray(az.ess(np.asarray(draws, dtype=float), method="bulk", chain_axis=0, draw_axis=1))
 
 
 def summarise(name: str, idata, wall: float, X_test, y_test) -> tuple[dict, np.ndarray]:

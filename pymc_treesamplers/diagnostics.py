@@ -1,0 +1,201 @@
+"""Numbers about a BART fit, read from the InferenceData alone (they work after ``az.from_netcdf``,
+with no model): variable inclusion, tree sizes, each sampler's own stats, convergence of the BART
+value at chosen rows, and a comparison of samplers by effective samples per second.
+
+Every function takes the name of the BART variable (``var_name``, default ``"mu"``) and reads the
+per-draw stats its tree step wrote (``<var>_split_counts``, ``<var>_n_leaves``, ...; docs/model.md).
+Convergence is judged over chains: rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021,
+from arviz-stats' array interface); one chain's ESS can be high while its trees never move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+__all__ = [
+    "bulk_ess",
+    "compare_samplers",
+    "f_convergence",
+    "get_variable_inclusion",
+    "rank_rhat",
+    "sampler_stats",
+    "tree_size_trace",
+]
+
+# stats that are not one number per draw
+_NOT_SCALAR = ("split_counts", "forest")
+
+
+def bulk_ess(draws) -> np.ndarray:
+    """Bulk ESS (rank-normalised, split chains) of draws shaped (chain, draw, *rest); shape ``rest``.
+
+    >>> round(float(bulk_ess(np.random.default_rng(0).normal(size=(4, 500)))), -2)
+    2000.0
+    """
+    from arviz_stats.base import array_stats
+
+    return np.asarray(array_stats.ess(np.asarray(draws, dtype=float), chain_axis=0, draw_axis=1, method="bulk"))
+
+
+def rank_rhat(draws) -> np.ndarray:
+    """Rank-normalised split R-hat of draws shaped (chain, draw, *rest); shape ``rest``.
+
+    >>> x = np.random.default_rng(0).normal(size=(4, 500))
+    >>> bool(rank_rhat(x) < 1.01), bool(rank_rhat(x + np.arange(4)[:, None]) > 1.5)
+    (True, True)
+    """
+    from arviz_stats.base import array_stats
+
+    return np.asarray(array_stats.rhat(np.asarray(draws, dtype=float), chain_axis=0, draw_axis=1, method="rank"))
+
+
+def _stats(idata) -> xr.Dataset:
+    if "sample_stats" not in idata.children:
+        raise ValueError("idata has no sample_stats group: was it produced by pm.sample with a pmt tree step?")
+    return idata["sample_stats"].to_dataset()
+
+
+def _stat(idata, var_name: str, stat: str) -> xr.DataArray:
+    stats = _stats(idata)
+    key = f"{var_name}_{stat}"
+    if key not in stats:
+        have = sorted(k.removesuffix("_forest") for k in stats.data_vars if str(k).endswith("_forest"))
+        raise ValueError(f"no {key!r} in idata.sample_stats: was {var_name!r} sampled by a pmt tree step? "
+                         f"(BART variables with stats here: {have})")
+    return stats[key]
+
+
+def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | None = None,
+                           X=None) -> pd.DataFrame:
+    """Share of all splits that use each covariate, overall and per chain, most used first.
+
+    ``inclusion`` is the covariate's splits summed over trees and draws divided by all splits;
+    ``chain_<c>`` the same within chain ``c``; ``sd_chains`` the standard deviation of the chains'
+    shares (how far chains disagree: the uncertainty a single chain hides). ``labels``, or the
+    columns of a DataFrame ``X``, name the covariates (else ``x0, x1, ...``).
+
+    >>> import arviz as az
+    >>> counts = np.array([[[3, 1, 0], [1, 1, 0]], [[2, 2, 0], [2, 2, 0]]])
+    >>> idata = az.from_dict({"sample_stats": {"mu_split_counts": counts}})
+    >>> get_variable_inclusion(idata)[["inclusion", "sd_chains"]].round(3)
+        inclusion  sd_chains
+    x0      0.571      0.083
+    x1      0.429      0.083
+    x2      0.000      0.000
+    """
+    counts = np.asarray(_stat(idata, var_name, "split_counts").values.tolist(), dtype=float)
+    if counts.ndim != 3:
+        raise ValueError(f"{var_name}_split_counts must be (chain, draw, p), got shape {counts.shape}")
+    p = counts.shape[2]
+    if labels is None and X is not None and hasattr(X, "columns"):
+        labels = [str(c) for c in X.columns]
+    labels = [f"x{v}" for v in range(p)] if labels is None else [str(v) for v in labels]
+    if len(labels) != p:
+        raise ValueError(f"labels has {len(labels)} names but the forest was fit on {p} covariates")
+    per_chain = counts.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        chain_share = per_chain / per_chain.sum(axis=1, keepdims=True)
+        overall = per_chain.sum(axis=0) / per_chain.sum()
+    out = pd.DataFrame({"inclusion": overall, "sd_chains": np.nanstd(chain_share, axis=0)}, index=labels)
+    for c in range(chain_share.shape[0]):
+        out[f"chain_{c}"] = chain_share[c]
+    return out.sort_values("inclusion", ascending=False, kind="stable")
+
+
+def tree_size_trace(idata, var_name: str = "mu") -> xr.Dataset:
+    """Mean number of leaves and mean depth of the trees at every draw, ``(chain, draw)`` each: the
+    tree-size traces of Figure 3 of the PG-BART paper (one line per chain shows chains that sit apart).
+
+    >>> import arviz as az
+    >>> st = {"mu_n_leaves": np.ones((2, 3)), "mu_tree_depth": np.zeros((2, 3))}
+    >>> sorted(tree_size_trace(az.from_dict({"sample_stats": st})).data_vars)
+    ['n_leaves', 'tree_depth']
+    """
+    return xr.Dataset({name: _stat(idata, var_name, name) for name in ("n_leaves", "tree_depth")})
+
+
+def sampler_stats(idata, var_name: str = "mu") -> pd.DataFrame:
+    """Mean of each per-draw stat of the variable's tree step, per chain and over all chains.
+
+    The stats are the step's own: ``accept`` (share of trees whose proposal was kept), ``mh_accept``
+    (the likelihood correction's acceptance, non-Gaussian likelihoods), ``kept_old`` and ``stages``
+    (PG), ``jumps`` and ``total_rate`` (CT), ``n_leaves`` and ``tree_depth``.
+
+    >>> import arviz as az
+    >>> st = {"mu_accept": np.array([[0.5, 0.7], [0.1, 0.3]]), "mu_forest": np.full((2, 2), "")}
+    >>> sampler_stats(az.from_dict({"sample_stats": st}))
+             accept
+    chain 0     0.6
+    chain 1     0.2
+    all         0.4
+    """
+    stats = _stats(idata)
+    _stat(idata, var_name, "forest")  # the variable's step wrote here
+    prefix = f"{var_name}_"
+    names = [str(k) for k in stats.data_vars if str(k).startswith(prefix)
+             and str(k).removeprefix(prefix) not in _NOT_SCALAR and stats[k].ndim == 2]
+    table = {name.removeprefix(prefix): np.asarray(stats[name].values, dtype=float) for name in names}
+    rows = {f"chain {c}": {k: v[c].mean() for k, v in table.items()} for c in range(stats.sizes["chain"])}
+    rows["all"] = {k: v.mean() for k, v in table.items()}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def f_convergence(idata, var_name: str = "mu", rows: Sequence[int] | None = None, X=None) -> pd.DataFrame:
+    """R-hat and bulk ESS over chains of the BART value at chosen rows, with its posterior mean and sd.
+
+    At the training rows from the posterior (``rows``: indices, default the first 25), or at the
+    rows of new covariates ``X`` from the stored forests (:func:`pymc_treesamplers.predict`). For a
+    BART with several outputs the rows are ``(output, row)`` pairs, one table row each.
+
+    >>> import arviz as az
+    >>> mu = np.random.default_rng(0).normal(size=(4, 200, 3))
+    >>> f_convergence(az.from_dict({"posterior": {"mu": mu}}))["r_hat"].lt(1.05).all()
+    np.True_
+    """
+    if X is not None:
+        from .trace import predict
+
+        draws = predict(idata, X, var_name)
+    else:
+        if "posterior" not in idata.children or var_name not in idata["posterior"]:
+            raise ValueError(f"no {var_name!r} in idata.posterior")
+        draws = np.asarray(idata["posterior"][var_name].values, dtype=float)
+    n = draws.shape[-1]
+    rows = list(range(min(n, 25))) if rows is None else [int(r) for r in rows]
+    if any(not 0 <= r < n for r in rows):
+        raise ValueError(f"rows must lie in [0, {n}), got {rows}")
+    sel = draws[..., rows]
+    lead = sel.shape[2:-1]  # () or (k,)
+    flat = sel.reshape(sel.shape[0], sel.shape[1], -1)
+    index = pd.MultiIndex.from_product([range(lead[0]), rows], names=["output", "row"]) if lead else \
+        pd.Index(rows, name="row")
+    return pd.DataFrame({"mean": flat.mean(axis=(0, 1)), "sd": flat.std(axis=(0, 1)),
+                         "r_hat": rank_rhat(flat), "ess_bulk": bulk_ess(flat)}, index=index)
+
+
+def compare_samplers(idatas: Mapping[str, object], var_name: str = "mu", sigma: str | None = "sigma",
+                     rows: int = 25) -> pd.DataFrame:
+    """Side by side, for fits of the same model by different samplers: sampling time (PyMC's
+    ``sampling_time``), bulk ESS and ESS per second of ``sigma`` (if present) and of the BART value
+    (median over the first ``rows`` training rows), and the largest R-hat of the BART value there.
+
+    >>> # pmt.compare_samplers({"CGM": idata_cgm, "PG": idata_pg})
+    """
+    out = {}
+    for label, idata in idatas.items():
+        post = idata["posterior"]
+        seconds = float(post.attrs.get("sampling_time", np.nan))
+        conv = f_convergence(idata, var_name, rows=range(min(rows, post[var_name].shape[-1])))
+        row = {"sampling_s": seconds, "ess_f": float(conv["ess_bulk"].median()),
+               "max_r_hat_f": float(conv["r_hat"].max())}
+        row["ess_f_per_s"] = row["ess_f"] / seconds
+        if sigma is not None and sigma in post:
+            row["ess_sigma"] = float(bulk_ess(np.asarray(post[sigma].values, dtype=float)))
+            row["ess_sigma_per_s"] = row["ess_sigma"] / seconds
+            row["r_hat_sigma"] = float(rank_rhat(np.asarray(post[sigma].values, dtype=float)))
+        out[label] = row
+    return pd.DataFrame.from_dict(out, orient="index")
