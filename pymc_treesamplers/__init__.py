@@ -12,7 +12,7 @@ import pymc as pm
 
 from . import diagnostics
 from .bart import BART
-from .diagnostics import get_variable_inclusion
+from .diagnostics import compute_variable_importance, get_variable_inclusion
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
 from .noise import chipman_sigma2_prior
 from .predictive import sample_posterior_predictive
@@ -30,6 +30,7 @@ __all__ = [
     "NormalScaleGibbs",
     "PGBARTStep",
     "chipman_sigma2_prior",
+    "compute_variable_importance",
     "diagnostics",
     "get_variable_inclusion",
     "jump_weights",

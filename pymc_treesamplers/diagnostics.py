@@ -19,6 +19,7 @@ import xarray as xr
 __all__ = [
     "bulk_ess",
     "compare_samplers",
+    "compute_variable_importance",
     "f_convergence",
     "get_variable_inclusion",
     "rank_rhat",
@@ -90,12 +91,7 @@ def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | 
     counts = np.asarray(_stat(idata, var_name, "split_counts").values.tolist(), dtype=float)
     if counts.ndim != 3:
         raise ValueError(f"{var_name}_split_counts must be (chain, draw, p), got shape {counts.shape}")
-    p = counts.shape[2]
-    if labels is None and X is not None and hasattr(X, "columns"):
-        labels = [str(c) for c in X.columns]
-    labels = [f"x{v}" for v in range(p)] if labels is None else [str(v) for v in labels]
-    if len(labels) != p:
-        raise ValueError(f"labels has {len(labels)} names but the forest was fit on {p} covariates")
+    labels = _labels(counts.shape[2], labels, X)
     per_chain = counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         chain_share = per_chain / per_chain.sum(axis=1, keepdims=True)
@@ -104,6 +100,16 @@ def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | 
     for c in range(chain_share.shape[0]):
         out[f"chain_{c}"] = chain_share[c]
     return out.sort_values("inclusion", ascending=False, kind="stable")
+
+
+def _labels(p: int, labels, X) -> list[str]:
+    """Covariate names: ``labels``, else the columns of a DataFrame ``X``, else ``x0, x1, ...``."""
+    if labels is None and X is not None and hasattr(X, "columns"):
+        labels = X.columns
+    labels = [f"x{v}" for v in range(p)] if labels is None else [str(v) for v in labels]
+    if len(labels) != p:
+        raise ValueError(f"labels has {len(labels)} names but the forest was fit on {p} covariates")
+    return labels
 
 
 def tree_size_trace(idata, var_name: str = "mu") -> xr.Dataset:
@@ -199,3 +205,74 @@ def compare_samplers(idatas: Mapping[str, object], var_name: str = "mu", sigma: 
             row["r_hat_sigma"] = float(rank_rhat(np.asarray(post[sigma].values, dtype=float)))
         out[label] = row
     return pd.DataFrame.from_dict(out, orient="index")
+
+
+def _r2(full: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """Squared Pearson correlation of each draw's submodel fit with the full model's (rows: draws)."""
+    a = full - full.mean(axis=1, keepdims=True)
+    b = sub - sub.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    return np.nan_to_num(r, nan=0.0) ** 2
+
+
+def compute_variable_importance(idata, X, var_name: str = "mu", method: str = "VI", samples: int = 50,
+                                random_seed=None, labels: Sequence[str] | None = None,
+                                hdi_prob: float = 0.94) -> dict:
+    """How well submodels that use only some covariates reproduce the full model's fit, draw by draw.
+
+    A submodel's value at the training rows ``X`` is each stored forest with the other covariates
+    marginalised out (a split on one of them weighs both children by the training rows that went
+    each way). For ``samples`` posterior draws chosen at random, the full forest and the submodel of
+    the *same* draw are compared by ``R^2`` (squared correlation over the rows, all outputs together);
+    reported is its mean over the draws and a central ``hdi_prob`` interval. Submodels grow one
+    covariate at a time: ``method="VI"`` adds covariates in order of variable inclusion
+    (:func:`get_variable_inclusion`); ``"backward"`` starts from all and drops, at each stage, the
+    covariate whose removal keeps ``R^2`` highest (``p^2 / 2`` submodels; then listed in reverse).
+
+    Returns pymc-bart's keys: ``indices`` (covariate indices in the order added), ``labels`` (the
+    submodels' labels, each the previous one plus one covariate), ``r2_mean``, ``r2_hdi`` (rows: lower,
+    upper), ``preds`` (submodel fits of the chosen draws, ``(submodel, draw, rows)``) and ``preds_all``
+    (the full model's), plus ``draws`` (the flat draw indices used) and ``method``.
+
+    >>> # vi = pmt.compute_variable_importance(idata, X, "mu"); vi["r2_mean"]
+    """
+    from .trace import check_new_X, predict
+
+    if method not in ("VI", "backward"):
+        raise ValueError(f"method must be 'VI' or 'backward', got {method!r}")
+    if not (isinstance(samples, (int, np.integer)) and samples >= 1):
+        raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
+    inclusion = get_variable_inclusion(idata, var_name, labels=labels, X=X)
+    p = len(inclusion)
+    names = _labels(p, labels, X)
+    Xa = check_new_X(X, p)
+    n_total = int(np.prod(_stat(idata, var_name, "forest").shape[:2]))
+    rng = np.random.default_rng(random_seed)
+    draws = np.sort(rng.choice(n_total, size=min(samples, n_total), replace=False))
+
+    def fit(keep):
+        drop = [v for v in range(p) if v not in keep]
+        out = predict(idata, Xa, var_name, exclude=drop or None, X_train=Xa, draws=draws)
+        return out.reshape(out.shape[0], -1)
+
+    full = fit(list(range(p)))
+    tail = (1.0 - hdi_prob) / 2.0
+    if method == "VI":
+        order = [names.index(name) for name in inclusion.index]
+        preds = [fit(order[: s + 1]) for s in range(p)]
+    else:
+        keep, dropped, preds_rev = list(range(p)), [], [full]
+        while len(keep) > 1:
+            trials = {v: fit([u for u in keep if u != v]) for v in keep}
+            best = max(trials, key=lambda v: _r2(full, trials[v]).mean())
+            keep.remove(best)
+            dropped.append(best)
+            preds_rev.append(trials[best])
+        order = keep + dropped[::-1]
+        preds = preds_rev[::-1]
+    r2 = np.array([_r2(full, sub) for sub in preds])
+    sub_labels = [" + ".join(names[v] for v in order[: s + 1]) for s in range(p)]
+    return {"indices": order, "labels": sub_labels, "r2_mean": r2.mean(axis=1),
+            "r2_hdi": np.quantile(r2, [tail, 1.0 - tail], axis=1), "preds": np.array(preds),
+            "preds_all": full, "draws": draws, "method": method}

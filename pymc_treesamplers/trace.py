@@ -383,22 +383,86 @@ def predict_preorder(counts, var, val, X, out):
         start = end
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _predict_trace(raw, starts, X, out):
-    """``out[k] =`` forest k of the concatenated blobs at the rows of X, for every draw k (validated blobs)."""
+@numba.njit(cache=True, nogil=True)
+def _blob_trees(raw, b):
+    """The trees of the validated blob starting at byte ``b``: ``(counts, var, val)`` views."""
     i32 = raw.view(np.int32)
     f64 = raw.view(np.float64)
-    for k in numba.prange(starts.shape[0] - 1):
-        b = starts[k]
-        m = i32[b // 4 + 2]
-        counts = i32[b // 4 + 4 : b // 4 + 4 + m]
-        total = 0
-        for j in range(m):
-            total += counts[j]
-        off_val, off_var, _ = _blob_layout(m, total)
-        val = f64[(b + off_val) // 8 : (b + off_var) // 8]
-        var = i32[(b + off_var) // 4 : (b + off_var) // 4 + total]
+    m = i32[b // 4 + 2]
+    counts = i32[b // 4 + 4 : b // 4 + 4 + m]
+    total = 0
+    for j in range(m):
+        total += counts[j]
+    off_val, off_var, _ = _blob_layout(m, total)
+    return counts, i32[(b + off_var) // 4 : (b + off_var) // 4 + total], f64[(b + off_val) // 8 : (b + off_var) // 8]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _predict_trace(raw, firsts, X, out):
+    """``out[k] =`` the forest of the validated blob starting at byte ``firsts[k]``, at the rows of X."""
+    for k in numba.prange(firsts.shape[0]):
+        counts, var, val = _blob_trees(raw, firsts[k])
         predict_preorder(counts, var, val, X, out[k])
+
+
+@numba.njit(cache=True, nogil=True)
+def predict_preorder_marginal(counts, var, val, X_train, excluded, X, out):
+    """Sum of the encoded trees at the rows of ``X`` with the covariates flagged in ``excluded``
+    marginalised out: at a split on one of them both children contribute, weighted by the shares of
+    the training rows ``X_train`` that went each way (pymc-bart's submodels, Friedman's partial
+    dependence by tree weights). With nothing excluded it is :func:`predict_preorder`.
+    """
+    out[:] = 0.0
+    total = var.shape[0]
+    size = np.empty(total, dtype=np.int64)
+    n_rows = np.zeros(total)
+    stack = np.empty(total, dtype=np.int64)
+    weight = np.empty(total)
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        for k in range(end - 1, start - 1, -1):
+            size[k] = 1 if var[k] < 0 else 1 + size[k + 1] + size[k + 1 + size[k + 1]]
+        for i in range(X_train.shape[0]):  # training rows per node
+            k = start
+            n_rows[k] += 1.0
+            while var[k] >= 0:
+                k = k + 1 if X_train[i, var[k]] <= val[k] else k + 1 + size[k + 1]
+                n_rows[k] += 1.0
+        for i in range(X.shape[0]):
+            top = 0
+            stack[0] = start
+            weight[0] = 1.0
+            while top >= 0:
+                k = stack[top]
+                w = weight[top]
+                top -= 1
+                if var[k] < 0:
+                    out[i] += w * val[k]
+                    continue
+                left = k + 1
+                right = k + 1 + size[k + 1]
+                if excluded[var[k]]:
+                    both = n_rows[left] + n_rows[right]
+                    share = n_rows[left] / both if both > 0 else 0.5
+                    stack[top + 1] = left
+                    weight[top + 1] = w * share
+                    stack[top + 2] = right
+                    weight[top + 2] = w * (1.0 - share)
+                    top += 2
+                else:
+                    top += 1
+                    stack[top] = left if X[i, var[k]] <= val[k] else right
+                    weight[top] = w
+        start = end
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _predict_trace_marginal(raw, firsts, X_train, excluded, X, out):
+    """:func:`_predict_trace` with covariates marginalised out (:func:`predict_preorder_marginal`)."""
+    for k in numba.prange(firsts.shape[0]):
+        counts, var, val = _blob_trees(raw, firsts[k])
+        predict_preorder_marginal(counts, var, val, X_train, excluded, X, out[k])
 
 
 def check_new_X(X_new, p: int | None) -> np.ndarray:
@@ -435,7 +499,7 @@ def _split_outputs(enc: np.ndarray) -> tuple[list, int]:
     return parts, k or 1
 
 
-def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
+def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, draws=None) -> np.ndarray:
     """Draw-matched values of a BART variable at new covariates, from the trace alone.
 
     Returns an array of shape (chain, draw, n_new), or (chain, draw, k, n_new) for a BART with k
@@ -443,6 +507,11 @@ def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     draw (c, d). Works after ``to_netcdf``/``from_netcdf``. Every stored forest is validated first
     (see the module docstring): a corrupted or foreign one raises :class:`ForestFormatError` (a
     ``ValueError``) naming its (chain, draw).
+
+    ``exclude``: covariate indices to marginalise out (each split on one of them weighs both children
+    by the shares of the training rows ``X_train`` that went each way; :func:`predict_preorder_marginal`),
+    the submodels of variable importance. ``draws``: flat indices ``chain * n_draw + draw`` of the draws
+    to predict, returned as ``(len(draws), [k,] n_new)`` instead.
 
     >>> # f_new = pmt.predict(idata, X_test, "mu"); f_new.mean(axis=(0, 1))
     """
@@ -471,8 +540,27 @@ def predict(idata, X_new, var_name: str = "mu") -> np.ndarray:
     except ForestFormatError as err:
         raise ForestFormatError(err.reason, err.index, where(err.index)) from None
     X = check_new_X(X_new, p)
-    out = np.empty((n_chain * n_draw * k, X.shape[0]))
-    _predict_trace(raw, starts, X, out)
+    lead = (n_chain, n_draw)
+    if draws is not None:
+        draws = np.asarray(draws, dtype=np.int64).ravel()
+        if draws.size and not (0 <= draws.min() and draws.max() < n_chain * n_draw):
+            raise ValueError(f"draws must be flat indices in [0, {n_chain * n_draw})")
+        first = np.ascontiguousarray(starts[(draws[:, None] * k + np.arange(k)).ravel()])
+        lead = (draws.size,)
+    else:
+        first = np.ascontiguousarray(starts[:-1])
+    out = np.empty((first.shape[0], X.shape[0]))
+    if exclude is None or len(exclude) == 0:
+        _predict_trace(raw, first, X, out)
+    else:
+        mask = np.zeros(p, dtype=np.bool_)
+        exclude = np.asarray(exclude, dtype=np.int64)
+        if exclude.min() < 0 or exclude.max() >= p:
+            raise ValueError(f"exclude must hold covariate indices in [0, {p})")
+        mask[exclude] = True
+        if X_train is None:
+            raise ValueError("exclude needs X_train, the training covariates (to weigh both sides of a split)")
+        _predict_trace_marginal(raw, first, check_new_X(X_train, p), mask, X, out)
     post = idata["posterior"] if "posterior" in idata.children else None
     several = k > 1 or (post is not None and var_name in post and post[var_name].ndim == 4)
-    return out.reshape(n_chain, n_draw, k, X.shape[0]) if several else out.reshape(n_chain, n_draw, X.shape[0])
+    return out.reshape(*lead, k, X.shape[0]) if several else out.reshape(*lead, X.shape[0])

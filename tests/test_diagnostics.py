@@ -86,3 +86,19 @@ def test_every_diagnostic_on_a_reloaded_fit(fitted):
     assert list(both.columns) == ["sampling_s", "ess_f", "max_r_hat_f", "ess_f_per_s", "ess_sigma",
                                   "ess_sigma_per_s", "r_hat_sigma"]
     assert (both["ess_f_per_s"] > 0).all() and both.iloc[0]["ess_sigma"] == both.iloc[1]["ess_sigma"]
+
+
+def test_variable_importance_is_draw_matched(fitted):
+    X, _, again = fitted
+    vi = pmt.compute_variable_importance(again, X, samples=20, random_seed=1)
+    order = list(pmt.get_variable_inclusion(again).index)
+    assert vi["labels"][0] == order[0] and vi["labels"][-1] == " + ".join(order)
+    full = pmt.predict(again, X, "mu").reshape(-1, len(X))[vi["draws"]]
+    np.testing.assert_array_equal(vi["preds_all"], full)
+    np.testing.assert_allclose(vi["r2_mean"][-1], 1.0)  # all covariates: the full model itself
+    assert vi["r2_hdi"].shape == (2, 5) and (vi["r2_hdi"][0] <= vi["r2_mean"] + 1e-12).all()
+    assert vi["r2_mean"][0] < 0.9  # one covariate of Friedman #1 does not explain the fit
+    back = pmt.compute_variable_importance(again, X, method="backward", samples=20, random_seed=1)
+    assert sorted(back["indices"]) == list(range(5)) and back["r2_mean"][-1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="method"):
+        pmt.compute_variable_importance(again, X, method="forward")

@@ -354,3 +354,59 @@ def test_fuzzed_forests_raise_or_decode_to_valid_forests():
 
 if __name__ == "__main__":
     print(json.dumps(fuzz(int(sys.argv[1]), int(sys.argv[2]))))
+
+
+def _reach(var, val, X_train, k, rows, out):
+    """Training rows reaching node ``k`` and below (preorder), into ``out``; returns the next subtree."""
+    out[k] = len(rows)
+    if var[k] < 0:
+        return k + 1
+    go_left = X_train[rows, var[k]] <= val[k]
+    right = _reach(var, val, X_train, k + 1, rows[go_left], out)
+    return _reach(var, val, X_train, right, rows[~go_left], out)
+
+
+def _value(var, val, reach, excluded, k, x):
+    """The subtree at ``k`` at the point ``x``, excluded covariates averaged by training rows."""
+    if var[k] < 0:
+        return val[k], k + 1
+    left_value, right = _value(var, val, reach, excluded, k + 1, x)
+    right_value, end = _value(var, val, reach, excluded, right, x)
+    if excluded[var[k]]:
+        n_left, n_right = reach[k + 1], reach[right]
+        return (n_left * left_value + n_right * right_value) / (n_left + n_right), end
+    return (left_value if x[var[k]] <= val[k] else right_value), end
+
+
+def _marginal_reference(text, X_train, X, excluded):
+    """Marginalised prediction written directly from the definition, tree by tree, by recursion."""
+    _, counts, var, val = decode_forest(text)
+    out = np.zeros(len(X))
+    start = 0
+    for c in counts:
+        tree_var, tree_val, reach = var[start:start + c], val[start:start + c], {}
+        _reach(tree_var, tree_val, X_train, 0, np.arange(len(X_train)), reach)
+        out += [_value(tree_var, tree_val, reach, excluded, 0, x)[0] for x in X]
+        start += c
+    return out
+
+
+def test_marginalised_prediction_matches_its_definition():
+    thr, X, forests, texts = _setting(seed=4)
+    rng = np.random.default_rng(5)
+    X_train = rng.normal(size=(60, 3)) * 1.5
+    idata = _idata(texts, 2)
+    plain = pmt.predict(idata, X, "mu")
+    np.testing.assert_array_equal(pmt.predict(idata, X, "mu", exclude=[], X_train=X_train), plain)
+    for exclude in ([0], [1, 2], [0, 1, 2]):
+        mask = np.isin(np.arange(3), exclude)
+        got = pmt.predict(idata, X, "mu", exclude=exclude, X_train=X_train)
+        want = np.array([_marginal_reference(t, X_train, X, mask) for t in texts]).reshape(got.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # all covariates out: every row gets the same value, each tree's training-weighted mean
+    flat = pmt.predict(idata, X, "mu", exclude=[0, 1, 2], X_train=X_train)
+    assert np.ptp(flat, axis=-1).max() < 1e-12
+    some = pmt.predict(idata, X, "mu", draws=[4, 1])
+    np.testing.assert_array_equal(some, plain.reshape(-1, len(X))[[4, 1]])
+    with pytest.raises(ValueError, match="X_train"):
+        pmt.predict(idata, X, "mu", exclude=[0])
