@@ -10,7 +10,7 @@ import warnings
 
 import pymc as pm
 
-from . import diagnostics
+from . import diagnostics, plots
 from .bart import BART
 from .diagnostics import compute_variable_importance, get_variable_inclusion
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
@@ -33,6 +33,7 @@ __all__ = [
     "compute_variable_importance",
     "diagnostics",
     "get_variable_inclusion",
+    "plots",
     "jump_weights",
     "predict",
     "resample_jump_chain",
