@@ -230,6 +230,26 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     return Xa, Ya, kw
 
 
+def _pymc_bart_keywords(response, split_rules, X) -> None:
+    """Accept pymc-bart's ``response`` and ``split_rules`` where they mean what this package does
+    (constant leaves, splits ``x <= c`` on a number), refuse the rest with our equivalent."""
+    if response is not None and response != "constant":
+        raise ValueError(f"response={response!r} (pymc-bart's leaves that are linear in X) is not available: leaves "
+                         "here are constants (response='constant', the default)")
+    if split_rules is None:
+        return
+    p = np.shape(X)[1] if np.ndim(X) == 2 else 1
+    if len(split_rules) != p:
+        raise ValueError(f"split_rules has {len(split_rules)} entries but X has {p} columns")
+    for v, rule in enumerate(split_rules):
+        name = rule.__name__ if isinstance(rule, type) else type(rule).__name__
+        if name != "ContinuousSplitRule":
+            raise ValueError(
+                f"split_rules[{v}] is a {name}: only continuous rules (x <= c, pymc-bart's ContinuousSplitRule) "
+                "are available; a categorical column splits here as its numeric codes (or one-hot encode it)"
+            )
+
+
 def _static_int(x) -> int | None:
     """The value of a shape entry when it is known without running the graph (dims may not be)."""
     try:
@@ -299,8 +319,11 @@ class BART(Distribution):
         max_bins=256,
         split_points="data",
         separate_trees=None,
+        response=None,
+        split_rules=None,
         **kwargs,
     ):
+        _pymc_bart_keywords(response, split_rules, X)
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
                                  split_prior=split_prior, max_bins=max_bins, split_points=split_points)
         X_in = X if isinstance(X, TensorSharedVariable) else Xa

@@ -114,3 +114,19 @@ def test_chipman_sigma_prior_quantile():
     assert stats.invgamma(a, scale=b).cdf(sigma_hat2) == pytest.approx(0.9)
     with pytest.raises(ValueError, match="q"):
         pmt.chipman_sigma2_prior(Xs, Ys, q=1.5)
+
+
+def test_pymc_bart_keywords_meaning_the_same_are_accepted_others_refused():
+    class ContinuousSplitRule:  # pymc-bart's class, by name
+        pass
+
+    class OneHotSplitRule:
+        pass
+
+    with pm.Model():
+        pmt.BART("a", X, Y, m=5, response="constant", split_rules=[ContinuousSplitRule] * X.shape[1])
+        pmt.BART("b", X, Y, m=5, split_rules=[ContinuousSplitRule()] * X.shape[1])
+        with pytest.raises(ValueError, match="leaves here are constants"):
+            pmt.BART("c", X, Y, response="linear")
+        with pytest.raises(ValueError, match=r"split_rules\[1\] is a OneHotSplitRule.*numeric codes"):
+            pmt.BART("d", X, Y, split_rules=[ContinuousSplitRule, OneHotSplitRule, ContinuousSplitRule])
