@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # other files; a cache directory per source hash makes every edit recompile what depends on it.
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
-.PHONY: demo test lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm clean
+.PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -28,6 +28,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20
 	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -n 2 --dist worksteal -m boundscheck
+
+# the documentation site (MkDocs, strict: a warning fails the build) into build/site
+$(VENV)/.docs-installed: $(STAMP)
+	$(PY) -m pip install -q -e ".[test,docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(PY) scripts/docs_source.py
+	$(PY) -m mkdocs build
 
 lint: $(STAMP)
 	$(PY) -m ruff check pymc_treesamplers tests benchmarks
@@ -60,4 +69,4 @@ bench-likelihoods: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.likelihood_cost
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) demo_output .pytest_cache build

@@ -1,4 +1,4 @@
-"""Coding of covariates into integer split codes, once per model (DESIGN.md section 2).
+"""Coding of covariates into integer split codes, once per model (docs/design.md section 2).
 
 Two codings (``split_points``):
 

@@ -1,4 +1,4 @@
-"""What the tree kernels see of a PyMC model: the likelihood of one BART variable (DESIGN.md section 1).
+"""What the tree kernels see of a PyMC model: the likelihood of one BART variable (docs/design.md section 1).
 
 :func:`working_model` returns one of two:
 

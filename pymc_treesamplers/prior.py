@@ -1,4 +1,4 @@
-"""The tree prior of DESIGN.md section 2: split probabilities, valid cuts, rule probabilities.
+"""The tree prior of docs/design.md section 2: split probabilities, valid cuts, rule probabilities.
 
 A node at depth ``d`` with at least one valid cut on a variable of positive weight splits with
 probability ``alpha * (1 + d) ** -beta``. The variable is drawn among those with a valid cut in

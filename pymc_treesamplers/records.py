@@ -5,7 +5,7 @@ on it to a field load, and a kernel specialises once per record type, not per ar
 
 * :class:`SplitData`: the split covariates (integer codes) and the split-variable weights.
 * :class:`TreePrior`: ``alpha``, ``beta`` of the tree prior and the leaf prior ``N(mu0, s2)``.
-* :class:`Pseudo`: the weighted Gaussian pseudo-data one tree sees (DESIGN.md section 1).
+* :class:`Pseudo`: the weighted Gaussian pseudo-data one tree sees (docs/design.md section 1).
 * :class:`Tree`: one tree's node arrays and row order (views into a forest, a particle or a
   scratch tree; see :mod:`pymc_treesamplers.layout`).
 * :class:`ForestArrays`: the node arrays of all ``m`` trees of a forest.

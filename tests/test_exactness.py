@@ -1,5 +1,5 @@
 """The MH move mixtures and tree priors beyond the registry's defaults against exact enumeration
-(DESIGN.md section 7; GrowPruneStep and CGMStep at their defaults are in tests/test_matrix.py).
+(docs/design.md section 7; GrowPruneStep and CGMStep at their defaults are in tests/test_matrix.py).
 
 Each chain is thinned so that kept states are close to independent, and the total-variation
 distance to the exact partition distribution must fall below the 99.9% quantile of the TV of

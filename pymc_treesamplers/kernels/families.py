@@ -1,5 +1,5 @@
 """Observation models that are not Gaussian in the BART value, and the likelihood record that keeps
-every tree update exact under them (DESIGN.md section 1).
+every tree update exact under them (docs/design.md section 1).
 
 The BART value ``f`` enters one parameter of an elementwise observation model through a link:
 ``eta_i = a_i + b_i f_i`` (``a``: the other terms of the model, ``b``: a slope, both fixed while the

@@ -1,0 +1,69 @@
+"""Assemble the documentation site's source (``build/docs-src``) for ``mkdocs build``.
+
+The pages live where a reader of the repository finds them (README.md, docs/, notebooks/); the site
+needs them under one folder, with the README as its home page and an API page generated from the
+package's public names (rendered from their docstrings by mkdocstrings).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "docs-src"
+
+# public names by module, in the order a reader meets them
+API = {
+    "The BART variable": ["pymc_treesamplers.BART"],
+    "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.GrowPruneStep", "pymc_treesamplers.PGBARTStep",
+                   "pymc_treesamplers.CTBirthDeathStep", "pymc_treesamplers.NormalScaleGibbs"],
+    "Predictions": ["pymc_treesamplers.predict", "pymc_treesamplers.sample_posterior_predictive"],
+    "Diagnostics": ["pymc_treesamplers.diagnostics"],
+    "Plots": ["pymc_treesamplers.plots"],
+    "Priors and jump-mode traces": ["pymc_treesamplers.chipman_sigma2_prior", "pymc_treesamplers.jump_weights",
+                                    "pymc_treesamplers.weighted_mean", "pymc_treesamplers.resample_jump_chain"],
+    "Data sets": ["pymc_treesamplers.datasets"],
+}
+
+
+def home_page(readme: str) -> str:
+    """The README with its links into docs/ made relative to the site, and links to repository files
+    outside the site turned into plain text."""
+    text = readme.replace("](docs/", "](")
+
+    def outside(match):
+        label, target = match.group(1), match.group(2)
+        if target.startswith(("http", "#")) or target.endswith(".md") or ".md#" in target:
+            return match.group(0)
+        return f"{label} (`{target}`)"
+
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", outside, text)
+
+
+def api_page() -> str:
+    lines = ["# API reference", "", "Generated from the docstrings.", ""]
+    for title, names in API.items():
+        lines += [f"## {title}", ""]
+        lines += [f"::: {name}\n" for name in names]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    (OUT / "notebooks").mkdir(parents=True)
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        shutil.copy(page, OUT / page.name)
+    for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        shutil.copy(book, OUT / "notebooks" / book.name)
+    (OUT / "index.md").write_text(home_page((ROOT / "README.md").read_text()))
+    (OUT / "api.md").write_text(api_page())
+    print(f"docs source in {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
