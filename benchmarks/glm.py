@@ -19,9 +19,10 @@ Cases (every fit in its own process, benchmarks.harness):
   posterior mean count, wall time, ESS/s of f at 25 training rows (pymc-bart's public prediction route
   draws test-row predictions from randomly chosen trees, so only in-sample draws keep chain order).
 * ``hetero`` (simulated, 3 seeds): ``y ~ N(f(x), exp(s(x))^2)`` with known ``f`` and ``s`` (n = 500
-  train, 500 test, p = 5); two BARTs (mean and log sd, m = 50 each, CGMStep) against stochtree's
-  heteroskedastic BART (mean and variance forests). Held-out log score and RMSE of the estimated sd
-  function against the truth.
+  train, 500 test, p = 5); two BARTs (mean and log sd, m = 50 each, CGMStep), and the gallery's form, one
+  BART with two outputs (``shape=(2, n)``), ours and pymc-bart's (its default, trees shared by the
+  outputs), against stochtree's heteroskedastic BART (mean and variance forests). Held-out log score
+  and RMSE of the estimated sd function against the truth.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ FULL = {"m": 50, "tune": 500, "draws": 500, "chains": 2, "ion_splits": 5, "bike_
 QUICK = {"m": 20, "tune": 60, "draws": 60, "chains": 2, "ion_splits": 1, "bike_splits": 1, "hetero_seeds": 1}
 ION_METHODS = ("ours-cgm", "pymc-bart", "stochtree-probit", "random-forest", "gradient-boosting")
 BIKE_METHODS = ("ours-cgm", "pymc-bart")
-HETERO_METHODS = ("ours-cgm", "stochtree")
+HETERO_METHODS = ("ours-cgm", "ours-cgm-outputs", "pymc-bart", "stochtree")
 N_ESS_ROWS = 25
 
 
@@ -252,6 +253,31 @@ def _hetero(spec: dict) -> dict:
         m_draws = np.asarray(pmt.predict(idata, Xte, "mean")).reshape(-1, len(yte))
         s_draws = np.asarray(pmt.predict(idata, Xte, "logsd")).reshape(-1, len(yte))
         extra = {"mh_accept": float(idata.sample_stats["logsd_mh_accept"].mean())}
+    elif spec["method"] in ("ours-cgm-outputs", "pymc-bart"):
+        # the gallery's form: one BART with two outputs, mean and log sd; pymc-bart fitted transductively
+        # as in the other cases (test rows in X, likelihood on the training rows only)
+        import pymc as pm
+
+        ours = spec["method"] == "ours-cgm-outputs"
+        if ours:
+            import pymc_treesamplers as pkg
+        else:
+            import pymc_bart as pkg
+        k = len(ytr)
+        X_fit = Xtr if ours else np.vstack([Xtr, Xte])
+        Y_fit = ytr if ours else np.concatenate([ytr, np.full(len(Xte), ytr.mean())])
+        run = {"random_seed": spec["seed"], "progressbar": False, "compute_convergence_checks": False}
+        t0 = time.perf_counter()
+        with pm.Model():
+            w = pkg.BART("w", X_fit, Y_fit, m=spec["m"], shape=(2, len(Y_fit)))
+            pm.Normal("y", w[0][:k], pm.math.exp(w[1][:k]), observed=ytr)
+            idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=1,
+                              step=[pkg.CGMStep([w])] if ours else None, **run)
+        wall = time.perf_counter() - t0
+        both = np.asarray(pkg.predict(idata, Xte, "w")) if ours else np.asarray(idata.posterior["w"].values)[..., k:]
+        m_draws = both[:, :, 0].reshape(-1, len(yte))
+        s_draws = both[:, :, 1].reshape(-1, len(yte))
+        extra = {"mh_accept": float(idata.sample_stats["w_mh_accept"].mean())} if ours else {}
     else:
         from stochtree import BARTModel
 
