@@ -2,10 +2,11 @@
 
 Names and arguments follow pymc-bart's where they mean the same (``plot_variable_inclusion``,
 ``plot_variable_importance``, ``plot_scatter_submodels``, ``plot_pdp``, ``plot_ice``); every
-function takes ``ax`` (one Axes, or an array of them for the multi-panel ones) to draw into, and
-``var_name`` for the BART variable. Bands are central credible intervals of probability
-``hdi_prob`` over posterior draws; partial dependence is computed draw by draw from the stored
-forests (:func:`pymc_treesamplers.predict`), so its band is the posterior uncertainty of the curve.
+function takes ``ax`` (one Axes, or an array of them for the multi-panel ones) to draw into,
+ArviZ's ``backend`` (``"matplotlib"``, the only one here) and ``var_name`` for the BART variable.
+Bands are central credible intervals of probability ``hdi_prob`` over posterior draws; partial
+dependence is computed draw by draw from the stored forests (:func:`pymc_treesamplers.predict`), so
+its band is the posterior uncertainty of the curve.
 """
 
 from __future__ import annotations
@@ -46,17 +47,24 @@ def _axes(ax, n: int = 1, ncols: int | None = None, figsize=None):
     return fig, axes
 
 
+def _check_backend(backend) -> None:
+    """ArviZ's ``backend`` argument: only matplotlib draws these plots."""
+    if backend not in (None, "matplotlib"):
+        raise ValueError(f"backend={backend!r}: these plots are drawn with matplotlib only (backend='matplotlib')")
+
+
 def _band(values: np.ndarray, hdi_prob: float) -> np.ndarray:
     tail = (1.0 - hdi_prob) / 2.0
     return np.quantile(values, [tail, 1.0 - tail], axis=0)
 
 
 def plot_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | None = None, X=None,
-                            ax=None) -> Figure:
+                            ax=None, backend: str | None = None) -> Figure:
     """Share of splits per covariate (most used first), with each chain's share as a dot.
 
     >>> # pmt.plots.plot_variable_inclusion(idata, "mu", X=X_df).savefig("inclusion.png")
     """
+    _check_backend(backend)
     inc = get_variable_inclusion(idata, var_name, labels=labels, X=X)
     fig, (axis,) = _axes(ax, figsize=(max(4.0, 0.6 * len(inc)), 3.2))
     pos = np.arange(len(inc))
@@ -71,12 +79,13 @@ def plot_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] |
     return fig
 
 
-def plot_variable_importance(vi_results: dict, ax=None) -> Figure:
+def plot_variable_importance(vi_results: dict, ax=None, backend: str | None = None) -> Figure:
     """R^2 of each submodel against the full model (:func:`~pymc_treesamplers.compute_variable_importance`):
     mean over draws with its band, covariates added left to right.
 
     >>> # pmt.plots.plot_variable_importance(pmt.compute_variable_importance(idata, X))
     """
+    _check_backend(backend)
     r2, hdi, labels = vi_results["r2_mean"], vi_results["r2_hdi"], vi_results["labels"]
     fig, (axis,) = _axes(ax, figsize=(max(4.0, 0.7 * len(r2)), 3.4))
     pos = np.arange(len(r2))
@@ -90,11 +99,12 @@ def plot_variable_importance(vi_results: dict, ax=None) -> Figure:
 
 
 def plot_scatter_submodels(vi_results: dict, submodels: Sequence[int] | None = None, ax=None,
-                           figsize=None) -> Figure:
+                           backend: str | None = None, figsize=None) -> Figure:
     """The full model's fit against each submodel's, per row (posterior means over the chosen draws).
 
     >>> # pmt.plots.plot_scatter_submodels(vi, submodels=[0, 1, 2])
     """
+    _check_backend(backend)
     submodels = list(range(len(vi_results["labels"]))) if submodels is None else list(submodels)
     fig, axes = _axes(ax, len(submodels), figsize=figsize)
     full = vi_results["preds_all"].mean(axis=0)
@@ -109,12 +119,13 @@ def plot_scatter_submodels(vi_results: dict, submodels: Sequence[int] | None = N
     return fig
 
 
-def plot_tree_size(idata, var_name: str = "mu", ax=None) -> Figure:
+def plot_tree_size(idata, var_name: str = "mu", ax=None, backend: str | None = None) -> Figure:
     """Mean number of leaves per tree at every draw, one line per chain (Figure 3 of the PG-BART
     paper): chains that sit at different sizes have not mixed.
 
     >>> # pmt.plots.plot_tree_size(idata, "mu")
     """
+    _check_backend(backend)
     sizes = tree_size_trace(idata, var_name)
     fig, axes = _axes(ax, 2, ncols=2, figsize=(9.0, 3.2))
     for axis, name, label in zip(axes, ("n_leaves", "tree_depth"), ("leaves per tree", "depth"), strict=False):
@@ -155,7 +166,7 @@ def _chosen_draws(idata, var_name, samples, random_seed):
 
 def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, grid_points: int = 20,
              func: Callable | None = None, samples: int = 100, hdi_prob: float = 0.94, labels=None,
-             random_seed=None, ax=None, figsize=None) -> Figure:
+             random_seed=None, ax=None, backend: str | None = None, figsize=None) -> Figure:
     """Partial dependence: the BART value averaged over the rows of ``X`` with one covariate set to
     each grid value, draw by draw from the stored forests; posterior mean and band per covariate.
 
@@ -166,6 +177,7 @@ def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, gr
 
     >>> # pmt.plots.plot_pdp(idata, X, "mu", var_idx=[0, 1, (0, 1)])
     """
+    _check_backend(backend)
     X = check_new_X(X, None)
     names = list(labels) if labels is not None else [f"x{v}" for v in range(X.shape[1])]
     var_idx = list(range(X.shape[1])) if var_idx is None else list(var_idx)
@@ -204,7 +216,7 @@ def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, gr
 
 def plot_ice(idata, X, var_name: str = "mu", var_idx: Sequence[int] | None = None, grid_points: int = 20,
              instances: int = 30, func: Callable | None = None, samples: int = 100, labels=None, centered=True,
-             random_seed=None, ax=None, figsize=None) -> Figure:
+             random_seed=None, ax=None, backend: str | None = None, figsize=None) -> Figure:
     """Individual conditional expectation: for ``instances`` rows of ``X`` (chosen at random), the
     posterior mean of the BART value as one covariate moves over its grid, with the partial
     dependence (their mean) on top; ``centered``: each curve starts at 0 (c-ICE), so differences in
@@ -212,6 +224,7 @@ def plot_ice(idata, X, var_name: str = "mu", var_idx: Sequence[int] | None = Non
 
     >>> # pmt.plots.plot_ice(idata, X, "mu", var_idx=[0])
     """
+    _check_backend(backend)
     X = check_new_X(X, None)
     names = list(labels) if labels is not None else [f"x{v}" for v in range(X.shape[1])]
     var_idx = list(range(X.shape[1])) if var_idx is None else list(var_idx)
@@ -236,12 +249,13 @@ def plot_ice(idata, X, var_name: str = "mu", var_idx: Sequence[int] | None = Non
 
 
 def plot_predicted_observed(idata, y, var_name: str = "mu", func: Callable | None = None, hdi_prob: float = 0.94,
-                            ax=None) -> Figure:
+                            ax=None, backend: str | None = None) -> Figure:
     """Observed ``y`` against the posterior mean of ``func(BART value)`` at the training rows, with each
     row's credible interval as a vertical bar, and the identity line.
 
     >>> # pmt.plots.plot_predicted_observed(idata, y, "mu")
     """
+    _check_backend(backend)
     f = np.asarray(idata["posterior"][var_name].values, dtype=float)
     f = f.reshape(-1, f.shape[-1])
     f = func(f) if func is not None else f
@@ -259,11 +273,13 @@ def plot_predicted_observed(idata, y, var_name: str = "mu", func: Callable | Non
     return fig
 
 
-def plot_compare_samplers(table, columns: Sequence[str] = ("ess_sigma_per_s", "ess_f_per_s"), ax=None) -> Figure:
+def plot_compare_samplers(table, columns: Sequence[str] = ("ess_sigma_per_s", "ess_f_per_s"), ax=None,
+                          backend: str | None = None) -> Figure:
     """Bars of :func:`~pymc_treesamplers.diagnostics.compare_samplers`' table, one panel per column.
 
     >>> # pmt.plots.plot_compare_samplers(pmt.diagnostics.compare_samplers({"CGM": a, "PG": b}))
     """
+    _check_backend(backend)
     columns = [c for c in columns if c in table.columns]
     fig, axes = _axes(ax, len(columns), ncols=len(columns), figsize=(4.0 * len(columns), 3.2))
     for axis, col in zip(axes, columns, strict=False):

@@ -83,3 +83,10 @@ def test_pdp_of_two_outputs_and_the_sampler_comparison(fitted, save):
     table = diagnostics.compare_samplers({"first": idata, "reloaded": again})
     fig = save(plots.plot_compare_samplers(table), "compare")
     assert len(fig.axes) == 2
+
+
+def test_backend_other_than_matplotlib_is_refused(fitted):
+    _, _, idata = fitted
+    plots.plot_tree_size(idata, backend="matplotlib")
+    with pytest.raises(ValueError, match="matplotlib only"):
+        plots.plot_tree_size(idata, backend="bokeh")
