@@ -52,13 +52,18 @@ def _split(n: int, seed: int, frac: float = 0.7):
     return idx[:k], idx[k:]
 
 
+def _copies(f_rows: np.ndarray) -> bool:
+    """Whether every chain of (chain, draw, rows) draws repeats the first one."""
+    return f_rows.shape[0] > 1 and all(np.array_equal(f_rows[0], c) for c in f_rows[1:])
+
+
 def _ess_per_s(f_rows: np.ndarray, wall: float) -> float:
     """Median bulk ESS over the first 25 rows of f draws (chain, draw, rows), per second of wall time.
     Chains that are copies of each other (pymc-bart: its sampler ignores the seed) count once."""
     from benchmarks.metrics import bulk_ess
 
     f_rows = f_rows[:, :, :N_ESS_ROWS]
-    if f_rows.shape[0] > 1 and all(np.array_equal(f_rows[0], c) for c in f_rows[1:]):
+    if _copies(f_rows):
         f_rows = f_rows[:1]
     ess = bulk_ess(f_rows)
     return float(np.median(ess)) / wall
@@ -69,7 +74,7 @@ def _max_rhat(f_rows: np.ndarray) -> float | None:
     from benchmarks.metrics import rank_rhat
 
     f_rows = f_rows[:, :, :N_ESS_ROWS]
-    if f_rows.shape[0] < 2 or all(np.array_equal(f_rows[0], c) for c in f_rows[1:]):
+    if f_rows.shape[0] < 2 or _copies(f_rows):
         return None
     return float(np.max(rank_rhat(f_rows)))
 

@@ -18,6 +18,7 @@ import xarray as xr
 
 __all__ = [
     "bulk_ess",
+    "choose_draws",
     "compare_samplers",
     "compute_variable_importance",
     "f_convergence",
@@ -207,6 +208,21 @@ def compare_samplers(idatas: Mapping[str, object], var_name: str = "mu", sigma: 
     return pd.DataFrame.from_dict(out, orient="index")
 
 
+def choose_draws(idata, var_name: str = "mu", samples: int = 100, random_seed=None) -> np.ndarray:
+    """``samples`` posterior draws chosen at random without replacement (all of them if there are fewer),
+    as sorted flat indices ``chain * n_draw + draw``: the ``draws`` of :func:`pymc_treesamplers.predict`.
+
+    >>> import arviz as az
+    >>> choose_draws(az.from_dict({"sample_stats": {"mu_forest": np.full((2, 3), "")}}), samples=10).tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
+    n_total = int(np.prod(_stat(idata, var_name, "forest").shape[:2]))
+    rng = np.random.default_rng(random_seed)
+    return np.sort(rng.choice(n_total, size=min(samples, n_total), replace=False))
+
+
 def _r2(full: np.ndarray, sub: np.ndarray) -> np.ndarray:
     """Squared Pearson correlation of each draw's submodel fit with the full model's (rows: draws)."""
     a = full - full.mean(axis=1, keepdims=True)
@@ -241,15 +257,11 @@ def compute_variable_importance(idata, X, var_name: str = "mu", method: str = "V
 
     if method not in ("VI", "backward"):
         raise ValueError(f"method must be 'VI' or 'backward', got {method!r}")
-    if not (isinstance(samples, (int, np.integer)) and samples >= 1):
-        raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
     inclusion = get_variable_inclusion(idata, var_name, labels=labels, X=X)
     p = len(inclusion)
     names = _labels(p, labels, X)
     Xa = check_new_X(X, p)
-    n_total = int(np.prod(_stat(idata, var_name, "forest").shape[:2]))
-    rng = np.random.default_rng(random_seed)
-    draws = np.sort(rng.choice(n_total, size=min(samples, n_total), replace=False))
+    draws = choose_draws(idata, var_name, samples, random_seed)
 
     def fit(keep):
         drop = [v for v in range(p) if v not in keep]

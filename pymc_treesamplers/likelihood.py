@@ -108,8 +108,8 @@ class GaussianWorkingModel:
         v = pt.vector("v", dtype=value_var.dtype)
         hess_v = -pytensor.grad(pt.sum(grad * v), value_var)
         outs = graph_replace([loglik, grad, hess_1], shared, strict=False)
-        self._fn = pm.pytensorf.compile([value_var], outs, **(compile_kwargs or {}))
-        self._fn.trust_input = True
+        self._graph = ([value_var], outs)
+        self.compile({**(compile_kwargs or {})})
         hv_fn = pm.pytensorf.compile([value_var, v], graph_replace(hess_v, shared, strict=False),
                                      **(compile_kwargs or {}))
         self._dtype = value_var.dtype
@@ -126,6 +126,12 @@ class GaussianWorkingModel:
                 f"the likelihood {self.observed_names} is not Gaussian in the BART value and not one of the "
                 f"families the tree steps know ({SUPPORTED})"
             )
+
+    def compile(self, compile_kwargs: dict) -> None:
+        """(Re)compile the log-likelihood, gradient and curvature in the BART value with these PyTensor
+        compile options (the graph route asks for another backend than the model's default)."""
+        self._fn = pm.pytensorf.compile(*self._graph, **compile_kwargs)
+        self._fn.trust_input = True
 
     def _check_elementwise(self, hv_fn, points, rng) -> None:
         """Refuse likelihoods whose Hessian in the BART value is not diagonal (rows coupled)."""
@@ -447,6 +453,5 @@ def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict
         # the graph is evaluated twice per tree: PyTensor's default numba backend runs ops it cannot
         # compile (polygamma in a Gamma likelihood's Hessian) element by element in Python, 40x slower
         # than its C backend on the gallery's Gamma model; use C when a compiler is there
-        gaussian = GaussianWorkingModel(model, bart_rv, value_var, shared, point, {**gaussian_kwargs, "mode": "CVM"},
-                                        require_quadratic=False, view=view)
+        gaussian.compile({**gaussian_kwargs, "mode": "CVM"})
     return GraphWorkingModel(gaussian, center, reason)

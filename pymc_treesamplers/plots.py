@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from .diagnostics import get_variable_inclusion, tree_size_trace
+from .diagnostics import choose_draws, get_variable_inclusion, tree_size_trace
 from .trace import check_new_X, predict
 
 __all__ = [
@@ -54,6 +54,8 @@ def _check_backend(backend) -> None:
 
 
 def _band(values: np.ndarray, hdi_prob: float) -> np.ndarray:
+    if not 0.0 < hdi_prob < 1.0:
+        raise ValueError(f"hdi_prob must lie in (0, 1), got {hdi_prob!r}")
     tail = (1.0 - hdi_prob) / 2.0
     return np.quantile(values, [tail, 1.0 - tail], axis=0)
 
@@ -158,10 +160,14 @@ def _pdp_draws(idata, X, var_name, var_idx, grid, draws, func):
     return np.array(out)
 
 
-def _chosen_draws(idata, var_name, samples, random_seed):
-    n_total = int(np.prod(idata["sample_stats"][f"{var_name}_forest"].shape[:2]))
-    rng = np.random.default_rng(random_seed)
-    return np.sort(rng.choice(n_total, size=min(samples, n_total), replace=False))
+def _check_var_idx(var_idx, p: int) -> list:
+    """Covariate indices (or pairs of them) to plot, each in ``[0, p)``; default all."""
+    var_idx = list(range(p)) if var_idx is None else list(var_idx)
+    for v in var_idx:
+        for i in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < p:
+                raise ValueError(f"var_idx must hold covariate indices (or pairs of them) in [0, {p}), got {v!r}")
+    return var_idx
 
 
 def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, grid_points: int = 20,
@@ -180,8 +186,8 @@ def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, gr
     _check_backend(backend)
     X = check_new_X(X, None)
     names = list(labels) if labels is not None else [f"x{v}" for v in range(X.shape[1])]
-    var_idx = list(range(X.shape[1])) if var_idx is None else list(var_idx)
-    draws = _chosen_draws(idata, var_name, samples, random_seed)
+    var_idx = _check_var_idx(var_idx, X.shape[1])
+    draws = choose_draws(idata, var_name, samples, random_seed)
     fig, axes = _axes(ax, len(var_idx), figsize=figsize)
     for axis, v in zip(axes, var_idx, strict=False):
         if isinstance(v, (tuple, list)):
@@ -227,10 +233,10 @@ def plot_ice(idata, X, var_name: str = "mu", var_idx: Sequence[int] | None = Non
     _check_backend(backend)
     X = check_new_X(X, None)
     names = list(labels) if labels is not None else [f"x{v}" for v in range(X.shape[1])]
-    var_idx = list(range(X.shape[1])) if var_idx is None else list(var_idx)
+    var_idx = _check_var_idx(var_idx, X.shape[1])
     rng = np.random.default_rng(random_seed)
     rows = np.sort(rng.choice(X.shape[0], size=min(instances, X.shape[0]), replace=False))
-    draws = _chosen_draws(idata, var_name, samples, random_seed)
+    draws = choose_draws(idata, var_name, samples, random_seed)
     fig, axes = _axes(ax, len(var_idx), figsize=figsize)
     for axis, v in zip(axes, var_idx, strict=False):
         grid = _grid(X[:, v], grid_points)

@@ -90,3 +90,15 @@ def test_backend_other_than_matplotlib_is_refused(fitted):
     plots.plot_tree_size(idata, backend="matplotlib")
     with pytest.raises(ValueError, match="matplotlib only"):
         plots.plot_tree_size(idata, backend="bokeh")
+
+
+def test_bad_arguments_are_named(fitted):
+    X, _, idata = fitted
+    with pytest.raises(ValueError, match=r"var_idx .* \[0, 5\)"):
+        plots.plot_pdp(idata, X, var_idx=[5])
+    with pytest.raises(ValueError, match="var_idx"):
+        plots.plot_ice(idata, X, var_idx=[(0, 7)])
+    with pytest.raises(ValueError, match="hdi_prob"):
+        plots.plot_pdp(idata, X, var_idx=[0], grid_points=3, samples=2, hdi_prob=1.5)
+    with pytest.raises(ValueError, match="samples"):
+        plots.plot_pdp(idata, X, var_idx=[0], samples=0)

@@ -54,14 +54,17 @@ class TreeStepState(StepMethodState):
 @dataclass
 class Output:
     """What a step knows of one output of its BART variable: the working model of the likelihood in
-    that output (given the others), whether it needs the Metropolis-Hastings correction, the tree
-    prior (leaf prior on the output's scale) and, for a variable with several outputs, the view that
-    feeds the others' current values to the working model."""
+    that output (given the others), the tree prior (leaf prior on the output's scale) and, for a
+    variable with several outputs, the view that feeds the others' current values to the working model."""
 
     working: GaussianWorkingModel | FamilyWorkingModel | Any
-    corrected: bool
     prior: TreePrior
     view: OutputView | None
+
+    @property
+    def corrected(self) -> bool:
+        """Whether the tree updates need the Metropolis-Hastings correction (not the exact Gaussian route)."""
+        return not isinstance(self.working, GaussianWorkingModel)
 
 
 class BaseTreeStep(ArrayStepShared):
@@ -131,10 +134,9 @@ class BaseTreeStep(ArrayStepShared):
         """The working model and tree prior of one output (the whole variable when ``view`` is None)."""
         op: BARTRV = rv.owner.op
         working = working_model(model, rv, value_var, shared, point, op.mu0, compile_kwargs, view=view)
-        corrected = not isinstance(working, GaussianWorkingModel)
-        if not corrected:
+        if isinstance(working, GaussianWorkingModel):
             mu0, sigma_mu = op.leaf_prior()
-            return Output(working, False, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
+            return Output(working, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
         mu0, sigma_mu = op.leaf_prior(working.constant_fit())
         working.mu0, working.s2 = mu0, sigma_mu**2
         if any(op.auto_leaf):
@@ -151,7 +153,7 @@ class BaseTreeStep(ArrayStepShared):
             )
         if isinstance(working, FamilyWorkingModel):
             working.choose_leaf_proposal(self.m)
-        return Output(working, True, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
+        return Output(working, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
 
     # a BART vector has one output: its working model, prior and forest by the names of one
     @property
