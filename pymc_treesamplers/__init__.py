@@ -16,6 +16,7 @@ from .diagnostics import compute_variable_importance, get_variable_inclusion
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
 from .noise import chipman_sigma2_prior
 from .predictive import sample_posterior_predictive
+from .smctree import SMCTreeClassifier, SMCTreeRegressor
 from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.noise import NormalScaleGibbs
@@ -29,6 +30,8 @@ __all__ = [
     "GrowPruneStep",
     "NormalScaleGibbs",
     "PGBARTStep",
+    "SMCTreeClassifier",
+    "SMCTreeRegressor",
     "chipman_sigma2_prior",
     "compute_variable_importance",
     "diagnostics",

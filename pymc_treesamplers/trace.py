@@ -90,15 +90,32 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
     >>> p, counts.tolist(), var.tolist(), val.tolist()
     (2, [1, 1, 1], [-1, -1, -1], [0.25, 0.25, 0.25])
     """
-    m = forest.m
     total = int(forest.n_nodes.sum())
+    counts = np.empty(forest.m, dtype=np.int32)
+    var = np.empty(total, dtype=np.int32)
+    val = np.empty(total)
+    _preorder(forest.ints, forest.floats, forest.n_nodes, thr_table, counts, var, val)
+    return encode_preorder(counts, var, val, thr_table.shape[0])
+
+
+def encode_preorder(counts, var, val, p: int) -> str:
+    """Encode trees given in preorder, as :func:`decode_forest` returns them: node counts per tree,
+    split variables (``-1``: leaf) and values (thresholds on the scale of X, leaf values), fit on
+    ``p`` covariates.
+
+    >>> text = encode_preorder([3], [0, -1, -1], [0.5, -1.0, 1.0], p=2)
+    >>> decode_forest(text)[2].tolist()
+    [0, -1, -1]
+    """
+    counts = np.asarray(counts)
+    m = counts.shape[0]
+    total = int(counts.sum())
     off_val, off_var, size = (int(x) for x in _blob_layout(m, total))
     blob = np.zeros(size, dtype=np.uint8)
-    blob[:_HEADER].view("<i4")[:] = (_MAGIC, _VERSION, m, thr_table.shape[0])
-    counts = blob[_HEADER : _HEADER + 4 * m].view("<i4")
-    val = blob[off_val:off_var].view("<f8")
-    var = blob[off_var : off_var + 4 * total].view("<i4")
-    _preorder(forest.ints, forest.floats, forest.n_nodes, thr_table, counts, var, val)
+    blob[:_HEADER].view("<i4")[:] = (_MAGIC, _VERSION, m, p)
+    blob[_HEADER : _HEADER + 4 * m].view("<i4")[:] = counts
+    blob[off_val:off_var].view("<f8")[:] = val
+    blob[off_var : off_var + 4 * total].view("<i4")[:] = var
     return base64.b64encode(blob.tobytes()).decode("ascii")
 
 
@@ -355,6 +372,27 @@ def decode_trace(texts) -> tuple[int, np.ndarray, np.ndarray]:
     return int(ps[0]), raw, starts
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _subtree_sizes(var, start, end, size):
+    """``size[k]``: the number of nodes of node ``k``'s subtree, for the preorder tree ``var[start:end]``."""
+    for k in range(end - 1, start - 1, -1):
+        if var[k] < 0:
+            size[k] = 1
+        else:
+            size[k] = 1 + size[k + 1] + size[k + 1 + size[k + 1]]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _leaf_of(var, val, size, X, i, k):
+    """The leaf that row ``i`` of ``X`` reaches from the root ``k`` of a preorder tree."""
+    while var[k] >= 0:
+        if X[i, var[k]] <= val[k]:
+            k = k + 1
+        else:
+            k = k + 1 + size[k + 1]
+    return k
+
+
 @numba.njit(cache=True, nogil=True)
 def predict_preorder(counts, var, val, X, out):
     """Sum of the encoded trees at the rows of ``X`` (trees added in order, as in training).
@@ -367,19 +405,40 @@ def predict_preorder(counts, var, val, X, out):
     start = 0
     for j in range(counts.shape[0]):
         end = start + counts[j]
-        for k in range(end - 1, start - 1, -1):
-            if var[k] < 0:
-                size[k] = 1
-            else:
-                size[k] = 1 + size[k + 1] + size[k + 1 + size[k + 1]]
+        _subtree_sizes(var, start, end, size)
         for i in range(n):
-            k = start
-            while var[k] >= 0:
-                if X[i, var[k]] <= val[k]:
-                    k = k + 1
-                else:
-                    k = k + 1 + size[k + 1]
-            out[i] += val[k]
+            out[i] += val[_leaf_of(var, val, size, X, i, start)]
+        start = end
+
+
+@numba.njit(cache=True, nogil=True)
+def leaf_positions(counts, var, val, X, out):
+    """``out[j, i]``: the preorder position (in ``var``) of the leaf of tree ``j`` that row ``i`` of
+    ``X`` reaches; ``val`` holds the thresholds of the split nodes."""
+    size = np.empty(var.shape[0], dtype=np.int64)
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        _subtree_sizes(var, start, end, size)
+        for i in range(X.shape[0]):
+            out[j, i] = _leaf_of(var, val, size, X, i, start)
+        start = end
+
+
+@numba.njit(cache=True, nogil=True)
+def weighted_leaf_sum(counts, var, val, weights, values, X, out):
+    """``out[i] = sum_j weights[j] * values[leaf_j(i)]``: a weighted average over preorder trees of
+    per-leaf vectors (``values`` has a row per node; only the leaves' rows are read)."""
+    size = np.empty(var.shape[0], dtype=np.int64)
+    out[:] = 0.0
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        _subtree_sizes(var, start, end, size)
+        for i in range(X.shape[0]):
+            k = _leaf_of(var, val, size, X, i, start)
+            for f in range(values.shape[1]):
+                out[i, f] += weights[j] * values[k, f]
         start = end
 
 
@@ -421,8 +480,7 @@ def predict_preorder_marginal(counts, var, val, X_train, excluded, X, out):
     start = 0
     for j in range(counts.shape[0]):
         end = start + counts[j]
-        for k in range(end - 1, start - 1, -1):
-            size[k] = 1 if var[k] < 0 else 1 + size[k + 1] + size[k + 1 + size[k + 1]]
+        _subtree_sizes(var, start, end, size)
         for i in range(X_train.shape[0]):  # training rows per node
             k = start
             n_rows[k] += 1.0

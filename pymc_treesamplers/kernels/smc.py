@@ -2,7 +2,7 @@
 engine of the package: Particle Gibbs runs it conditionally (:mod:`.pg`), estimators and particle
 independent Metropolis-Hastings unconditionally.
 
-Every particle builds a tree by node-wise, breadth-first expansion: at each stage it pops its
+Every particle builds a tree breadth-first: at each stage it pops its
 oldest eligible node and either stops it (a leaf) or splits it. Nodes are created in the order they
 join the eligible queue, so a particle's queue is simply its node ids ``head .. nn - 1``. With
 ``conditional``, particle 0 is clamped to a reference tree: it replays that tree's own construction
@@ -13,6 +13,14 @@ Algorithm 2 of the PG-BART paper). The other particles draw decisions from a pro
 * ``PROPOSAL_EMPIRICAL``: as prior, but the cut is drawn uniformly among the gaps between adjacent
   codes present in the node, then uniformly inside the gap (the discrete analogue of the 2013 paper);
 * ``PROPOSAL_OPTIMAL``: the one-step optimal proposal, ``q(decision) ∝ prior(decision) * likelihood ratio``.
+
+Each particle pops one node per stage (``EXPANSION_NODE``, the paper's node-wise expansion) or
+every node of its current layer (``EXPANSION_LAYER``: all nodes eligible when the stage starts,
+which in breadth-first order are the nodes of one depth).
+
+Leaves are scored by a conjugate leaf model (:mod:`pymc_treesamplers.leaves`): the record passed
+as ``lm`` (Gaussian pseudo-data for BART, Dirichlet-multinomial or Normal-inverse-gamma for the
+single-tree estimators) and its sufficient statistics, kept per node.
 
 Each stage multiplies a particle's weight by ``prior * likelihood ratio / proposal`` of its
 decision (eq. 11 of the 2015 paper for the prior proposal; eligible nodes count as leaves). When the
@@ -31,30 +39,32 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..gaussian import leaf_loglik, leaf_suff
 from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, NO_NODE, NODE_INT, RIGHT, ROOT, ROW_INT, START, VAR
+from ..leaves import add_row, log_marginal, range_stats
 from ..prior import NEG_INF, code_range, draw_split_rule, log1m_psplit, log_psplit
 from ..records import Tree, empty_nodes
 from ..tree import copy_nodes, copy_perm, set_leaf, split_leaf
 
 PROPOSAL_PRIOR, PROPOSAL_EMPIRICAL, PROPOSAL_OPTIMAL = range(3)
 RESAMPLE_MULTINOMIAL, RESAMPLE_SYSTEMATIC = range(2)
-W_, S_, L_ = range(3)  # columns of the per-node sufficient statistics
+EXPANSION_NODE, EXPANSION_LAYER = range(2)
+L_ = 0  # per-node column of the leaf log marginal likelihood; the sufficient statistics follow
 
 
 class SMCOptions(NamedTuple):
     """``n_particles`` (C), proposal and resampling codes, resampling threshold on the ESS as a
-    share of C, and a stage limit (a run that needs more stops and reports it)."""
+    share of C, a stage limit (a run that needs more stops and reports it) and the expansion code."""
 
     n_particles: int
     proposal: int
     resampling: int
     ess_threshold: float
     max_stages: int
+    expansion: int = EXPANSION_NODE
 
 
 class Particles(NamedTuple):
-    """C trees under construction: node rows, per-node ``(W, S, log marginal likelihood)``, row
+    """C trees under construction: node rows, per-node ``(log marginal likelihood, statistics...)``, row
     orders, node counts, queue heads, log weights; ``ref_map`` maps the reference particle's nodes
     to the reference tree's; ``counts`` is resampling scratch."""
 
@@ -70,31 +80,33 @@ class Particles(NamedTuple):
 
 
 class ProposalScratch(NamedTuple):
-    """Buffers of the proposals: per-variable weights, per-code presence flags and histograms, and
-    the optimal proposal's table of log option weights (stop; every rule)."""
+    """Buffers of the proposals: per-variable weights, per-code presence flags and statistics
+    histograms, left-child statistics, and the optimal proposal's table of log option weights (stop;
+    every rule)."""
 
     scratch_p: np.ndarray
     present: np.ndarray
-    hist_w: np.ndarray
-    hist_s: np.ndarray
+    hist: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
     opt: np.ndarray
 
 
-def new_particles(C: int, n: int) -> Particles:
-    """Buffers for ``C`` particles on ``n`` rows."""
+def new_particles(C: int, n: int, width: int = 2) -> Particles:
+    """Buffers for ``C`` particles on ``n`` rows, leaf statistics of ``width`` values."""
     cap = 2 * n + 1
     ints, floats = empty_nodes(C * cap)
-    return Particles(ints.reshape(C, cap, -1), floats.reshape(C, cap, -1), np.empty((C, cap, 3)),
+    return Particles(ints.reshape(C, cap, -1), floats.reshape(C, cap, -1), np.empty((C, cap, 1 + width)),
                      np.empty((C, n), dtype=ROW_INT), np.zeros(C, dtype=NODE_INT), np.zeros(C, dtype=NODE_INT),
                      np.zeros(C), np.zeros(cap, dtype=NODE_INT), np.zeros(C, dtype=NODE_INT))
 
 
-def new_proposal_scratch(codes: np.ndarray) -> ProposalScratch:
-    """Proposal buffers for the covariate codes (p, n)."""
+def new_proposal_scratch(codes: np.ndarray, width: int = 2) -> ProposalScratch:
+    """Proposal buffers for the covariate codes (p, n) and leaf statistics of ``width`` values."""
     p = codes.shape[0]
     size = int(codes.max(initial=0)) + 2
-    return ProposalScratch(np.empty(p), np.zeros(size, dtype=np.bool_), np.empty(size), np.empty(size),
-                           np.empty((1 + p, size)))
+    return ProposalScratch(np.empty(p), np.zeros(size, dtype=np.bool_), np.empty((size, width)), np.empty(width),
+                           np.empty(width), np.empty((1 + p, size)))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -104,21 +116,20 @@ def particle(P, c):
 
 
 @numba.njit(cache=True, nogil=True)
-def _node_stats(P, c, u, ps, pj, s, e, prior):
-    wu, su = leaf_suff(ps, pj, s, e)
-    P.stats[c, u, W_] = wu
-    P.stats[c, u, S_] = su
-    P.stats[c, u, L_] = leaf_loglik(prior, wu, su)
+def _node_stats(P, c, u, lm, pj, s, e, prior):
+    st = P.stats[c, u]
+    range_stats(lm, pj, s, e, st[1:])
+    st[L_] = log_marginal(prior, lm, st[1:])
 
 
 @numba.njit(cache=True, nogil=True)
-def _split(P, c, u, v, cut, n_cuts, data, prior, ps):
+def _split(P, c, u, v, cut, n_cuts, data, prior, lm):
     """Split node ``u`` of particle ``c`` by ``code_v <= cut``; returns the log likelihood ratio."""
     t = particle(P, c)
     a = P.nn[c]
     mid = split_leaf(t, u, v, cut, n_cuts, data)
-    _node_stats(P, c, a, ps, t.perm, t.ints[u, START], mid, prior)
-    _node_stats(P, c, a + 1, ps, t.perm, mid, t.ints[u, END], prior)
+    _node_stats(P, c, a, lm, t.perm, t.ints[u, START], mid, prior)
+    _node_stats(P, c, a + 1, lm, t.perm, mid, t.ints[u, END], prior)
     return P.stats[c, a, L_] + P.stats[c, a + 1, L_] - P.stats[c, u, L_]
 
 
@@ -157,15 +168,19 @@ def _draw_empirical_cut(rng, code_v, pj, s, e, present):
 
 
 @numba.njit(cache=True, nogil=True)
-def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, ps, sc):
+def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
     """Log (prior x likelihood ratio) of stopping (``opt[0, 0]``) and of every rule (``opt[1 + v, code]``)
     for node ``u`` of particle ``c`` (rows ``pj[s:e]``, depth ``d``, log available weight ``lwavail``).
 
-    Returns the log normaliser; impossible options hold ``-inf``.
+    One pass over the node's rows per variable fills a histogram of leaf statistics by code; every
+    cut's children are then a prefix and its complement. Returns the log normaliser; impossible
+    options hold ``-inf``.
     """
     opt = sc.opt
-    hist_w = sc.hist_w
-    hist_s = sc.hist_s
+    hist = sc.hist
+    left = sc.left
+    right = sc.right
+    width = left.shape[0]
     for r in range(opt.shape[0]):
         for q in range(opt.shape[1]):
             opt[r, q] = NEG_INF
@@ -173,9 +188,8 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, ps, sc):
         opt[0, 0] = 0.0
         return 0.0
     opt[0, 0] = log1m_psplit(prior, d)
-    l_parent = P.stats[c, u, L_]
-    w_tot = P.stats[c, u, W_]
-    s_tot = P.stats[c, u, S_]
+    parent = P.stats[c, u]
+    l_parent = parent[L_]
     lsplit = log_psplit(prior, d)
     for v in range(data.codes.shape[0]):
         if data.wsplit[v] <= 0.0:
@@ -185,19 +199,17 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, ps, sc):
         if mx == mn:
             continue
         for code in range(mn, mx + 1):
-            hist_w[code] = 0.0
-            hist_s[code] = 0.0
+            hist[code, :] = 0.0
         for q in range(s, e):
             i = pj[q]
-            hist_w[code_v[i]] += ps.w[i]
-            hist_s[code_v[i]] += ps.w[i] * ps.r[i]
+            add_row(lm, i, hist[code_v[i]])
         base = lsplit + data.logw[v] - lwavail - math.log(mx - mn)
-        wl = 0.0
-        sl = 0.0
+        left[:] = 0.0
         for code in range(mn, mx):
-            wl += hist_w[code]
-            sl += hist_s[code]
-            lik = leaf_loglik(prior, wl, sl) + leaf_loglik(prior, w_tot - wl, s_tot - sl) - l_parent
+            for k in range(width):
+                left[k] += hist[code, k]
+                right[k] = parent[1 + k] - left[k]
+            lik = log_marginal(prior, lm, left) + log_marginal(prior, lm, right) - l_parent
             opt[1 + v, code] = base + lik
     top = opt.max()
     total = 0.0
@@ -228,7 +240,7 @@ def _draw_option(rng, opt, log_z):
 
 
 @numba.njit(cache=True, nogil=True)
-def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, ps, sc):
+def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
     """Pop node ``u`` of particle ``c``: stop or split it; returns the log incremental weight."""
     ti = P.ints[c]
     pj = P.perm[c]
@@ -240,7 +252,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, ps, sc):
     cut = -1
     lw = 0.0
     if proposal == PROPOSAL_OPTIMAL:
-        lw = _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, ps, sc)
+        lw = _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc)
         if is_ref:
             o = P.ref_map[u]
             split = ref.ints[o, LEFT] >= 0
@@ -251,7 +263,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, ps, sc):
         if not split:
             return lw
         mn, mx = code_range(data.codes[v], pj, s, e)
-        _split(P, c, u, v, cut, mx - mn, data, prior, ps)
+        _split(P, c, u, v, cut, mx - mn, data, prior, lm)
     else:  # prior and empirical proposals: the split decision and variable come from the prior
         if is_ref:
             o = P.ref_map[u]
@@ -271,7 +283,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, ps, sc):
         if proposal == PROPOSAL_EMPIRICAL:
             n_gaps, lo, hi = _gaps(data.codes[v], pj, s, e, sc.present, cut, -1)
             lw = math.log(n_gaps * (hi - lo)) - math.log(mx - mn)  # prior cut prob / proposal cut prob
-        lw += _split(P, c, u, v, cut, mx - mn, data, prior, ps)
+        lw += _split(P, c, u, v, cut, mx - mn, data, prior, lm)
     if is_ref:
         P.ref_map[P.nn[c] - 2] = ref.ints[P.ref_map[u], LEFT]
         P.ref_map[P.nn[c] - 1] = ref.ints[P.ref_map[u], RIGHT]
@@ -384,14 +396,14 @@ def resample(rng, scheme, conditional, P):
 
 
 @numba.njit(cache=True, nogil=True)
-def smc_init(P, C, root, prior, ps):
+def smc_init(P, C, root, prior, lm):
     """Start ``C`` particles as single leaves holding the rows of ``root`` (a tree whose node 0 is
-    its root: its row order and available split weight are taken)."""
+    its root: its row order and available split weight are taken), scored by the leaf model ``lm``."""
     n = root.perm.shape[0]
     for c in range(C):
         set_leaf(particle(P, c), ROOT, NO_NODE, ROOT, ROOT, NODE_INT(n), root.floats[0, LWAVAIL])
         copy_perm(root, particle(P, c))
-        _node_stats(P, c, ROOT, ps, root.perm, ROOT, NODE_INT(n), prior)
+        _node_stats(P, c, ROOT, lm, root.perm, ROOT, NODE_INT(n), prior)
         P.nn[c] = 1
         P.head[c] = 0
         P.logw[c] = 0.0
@@ -399,7 +411,7 @@ def smc_init(P, C, root, prior, ps):
 
 
 @numba.njit(cache=True, nogil=True)
-def smc_run(rng, opts, conditional, ref, P, data, prior, ps, sc):
+def smc_run(rng, opts, conditional, ref, P, data, prior, lm, sc):
     """Expand the particles of :func:`smc_init` until no particle has an eligible node.
 
     With ``conditional``, particle 0 follows the tree ``ref``. Returns ``(stages, log_z)``: the
@@ -407,6 +419,7 @@ def smc_run(rng, opts, conditional, ref, P, data, prior, ps, sc):
     weight, the estimate of the marginal likelihood relative to the single-leaf tree.
     """
     C = opts.n_particles
+    layer = opts.expansion == EXPANSION_LAYER
     stages = 0
     while True:
         active = False
@@ -420,10 +433,11 @@ def smc_run(rng, opts, conditional, ref, P, data, prior, ps, sc):
             return -1, NEG_INF
         stages += 1
         for c in range(C):
-            u = P.head[c]
-            if u < P.nn[c]:
+            end = P.nn[c] if layer else min(P.head[c] + 1, P.nn[c])
+            while P.head[c] < end:
+                u = P.head[c]
                 P.head[c] = u + 1
-                P.logw[c] += _expand(rng, opts.proposal, conditional and c == 0, ref, P, c, u, data, prior, ps, sc)
+                P.logw[c] += _expand(rng, opts.proposal, conditional and c == 0, ref, P, c, u, data, prior, lm, sc)
         top = P.logw.max()
         sw = 0.0
         sw2 = 0.0
