@@ -235,30 +235,56 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
 
     Parameters
     ----------
-    n_particles : particles per island (``M / I`` in the paper).
-    n_islands : independent particle filters, pooled (``island_weights``).
-    proposal : ``"prior"``, ``"empirical"`` or ``"optimal"`` (one-step optimal).
-    expansion : ``"node"`` (one node per stage, breadth-first) or ``"layer"`` (a whole depth).
-    ess_threshold : resample when the effective sample size is at most this share of the particles.
-    resampling : ``"multinomial"`` or ``"systematic"``.
-    alpha, beta : the tree prior, ``p_split(d) = alpha (1 + d)^-beta`` (paper: 0.95, 0.5).
-    leaf_concentration : Dirichlet concentration per class (a number, or one per class).
-    max_bins, split_points : the coding of the covariates (:func:`pymc_treesamplers.binning.bin_columns`).
-    island_weights : ``"evidence"`` (islands weighted by their marginal-likelihood estimates) or ``"equal"``.
-    max_stages : stage limit of an island (an island that needs more is an error).
-    random_state : seed, ``numpy.random.RandomState`` or None.
-    n_jobs : islands run in this many threads (None: 1; -1: every core).
+    n_particles : int, default 100
+        Particles per island (``M / I`` in the paper).
+    n_islands : int, default 5
+        Independent particle filters, pooled as ``island_weights`` says.
+    proposal : {"prior", "empirical", "optimal"}, default "prior"
+        How a particle proposes a node's fate: from the tree prior; the prior with the cut drawn
+        among the gaps between the node's data; or the one-step optimal proposal.
+    expansion : {"node", "layer"}, default "node"
+        One node per stage (breadth-first), or every node of a depth per stage.
+    ess_threshold : float, default 0.1
+        Resample when the effective sample size is at most this share of the particles.
+    resampling : {"multinomial", "systematic"}, default "multinomial"
+        Resampling scheme.
+    alpha, beta : float, default 0.95, 0.5
+        The tree prior ``p_split(d) = alpha (1 + d)^-beta`` (the paper's values).
+    leaf_concentration : float or array of shape (K,), default 1.0
+        Dirichlet concentration of the leaves' class probabilities, per class.
+    max_bins : int, default 256
+        Coding of the covariates: columns with more distinct values are binned by quantiles
+        (:func:`pymc_treesamplers.binning.bin_columns`).
+    split_points : {"data", "range"}, default "data"
+        Cuts between the data values, or ``max_bins - 1`` equally spaced cuts over the range.
+    island_weights : {"evidence", "equal"}, default "evidence"
+        Islands weighted by their marginal-likelihood estimates, or equally (the paper).
+    max_stages : int, default 5000
+        Stage limit of an island (an island that needs more is an error).
+    random_state : int, numpy.random.RandomState or None, default None
+        Seed of the islands' generators.
+    n_jobs : int or None, default None
+        Islands run in this many threads (None: one; -1: every core).
 
     Attributes
     ----------
-    classes_ : the class labels.
-    log_evidence_ : log marginal likelihood ``log p(y | X)`` estimated by each island.
-    log_evidence_pooled_ : ``log`` of the islands' mean estimate (also unbiased on the natural scale).
-    ess_ : effective sample size of each island's final weights.
-    trees_ : the distinct trees, each as ``K`` forest encodings (leaf value: class ``k``'s predictive
-        probability) joined by commas, the format of :func:`pymc_treesamplers.predict`.
-    tree_weights_ : posterior weights of ``trees_`` (sum to 1); ``tree_island_``: their islands.
-    n_leaves_ : leaves of each tree.
+    classes_ : ndarray of shape (K,)
+        The class labels.
+    log_evidence_ : ndarray of shape (n_islands,)
+        Log marginal likelihood ``log p(y | X)`` estimated by each island.
+    log_evidence_pooled_ : float
+        Log of the islands' mean estimate (unbiased on the natural scale).
+    ess_ : ndarray of shape (n_islands,)
+        Effective sample size of each island's final weights.
+    trees_ : ndarray of str
+        The distinct trees, each as ``K`` forest encodings (leaf value: class ``k``'s predictive
+        probability) joined by commas, the format :func:`pymc_treesamplers.predict` reads.
+    tree_weights_ : ndarray
+        Posterior weights of ``trees_`` (sum to 1).
+    tree_island_ : ndarray of int
+        The island of each tree.
+    n_leaves_ : ndarray of int
+        Leaves of each tree.
 
     Examples
     --------
@@ -345,7 +371,15 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
     with ``lam`` such that ``P(sigma < sigma_hat) = leaf_q`` (``sigma_hat``: the least-squares
     residual sd, Chipman et al. 2010's rule). Other parameters as :class:`SMCTreeClassifier`.
 
-    Attributes as the classifier (no ``classes_``); ``trees_`` hold the leaves' posterior means of y.
+    Parameters
+    ----------
+    leaf_kappa : float, default 1/3
+        Prior precision of a leaf mean relative to its noise (Chipman et al. 1998's ``a``).
+    leaf_nu, leaf_q : float, default 3, 0.9
+        Degrees of freedom and quantile of the leaves' noise prior.
+
+    The other parameters and the attributes are those of :class:`SMCTreeClassifier` (no
+    ``classes_``; ``trees_`` hold the leaves' posterior means of y, one encoding per tree).
 
     Examples
     --------
