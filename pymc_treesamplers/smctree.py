@@ -191,6 +191,22 @@ class _SMCTree(BaseEstimator):
         weighted_leaf_sum(self._counts, self._var, self._thr, self.tree_weights_, np.ascontiguousarray(values), X, out)
         return out
 
+    def apply(self, X) -> np.ndarray:
+        """The leaf each row of ``X`` reaches in each tree: (n, n_trees) preorder node positions
+        (rows that share a value in column ``j`` share a leaf of ``trees_[j]``).
+
+        >>> # partition of the training rows by the heaviest tree:
+        >>> # leaves = est.apply(X)[:, np.argmax(est.tree_weights_)]
+        """
+        starts = np.concatenate([[0], np.cumsum(self._counts)[:-1]])
+        return (self._positions(self._X(X)) - starts[:, None]).T
+
+    def _positions(self, X):
+        """(n_trees, n) positions, in the flat node arrays, of the leaves the rows of ``X`` reach."""
+        pos = np.empty((self._counts.shape[0], X.shape[0]), dtype=np.int64)
+        leaf_positions(self._counts, self._var, self._thr, X, pos)
+        return pos
+
     def to_inference_data(self, draws: int = 1000, random_state=None, var_name: str = "mu"):
         """Trees drawn from the weighted set (multinomially) as an ArviZ ``DataTree`` whose
         ``sample_stats`` hold what a pmt tree step records (``{var_name}_forest``, ``_n_leaves``,
@@ -348,7 +364,8 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of each row."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def log_predictive(self, X, y) -> float:
         """Mean log posterior predictive probability of the labels ``y`` at ``X`` (the paper's
@@ -431,6 +448,9 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
             a0, b0 = chipman_sigma2_prior(X, z, nu, q, sigma_hat=1.0)
         lm = normal_gamma(z, 0.0, kappa, a0, b0)
         self._grow(np.ascontiguousarray(X), lm)
+        jacobian = X.shape[0] * math.log(self._y_scale)  # the evidence of y, not of its standardised z
+        self.log_evidence_ = self.log_evidence_ - jacobian
+        self.log_evidence_pooled_ -= jacobian
         s = self._node_stats
         mu_n, kn, an, bn = np.vectorize(lambda n, a, b: ng_posterior(lm, n, a, b))(s[:, 0], s[:, 1], s[:, 2])
         scale2 = bn * (kn + 1.0) / (an * kn)  # Student-t predictive: 2 a_n degrees of freedom
@@ -451,9 +471,7 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
         return m[:, 0], np.sqrt(np.maximum(m[:, 1] - m[:, 0] ** 2, 0.0))
 
     def _components(self, X):
-        pos = np.empty((self._counts.shape[0], X.shape[0]), dtype=np.int64)
-        leaf_positions(self._counts, self._var, self._thr, X, pos)
-        return self._leaf_t[pos]  # (trees, rows, [mean, scale, df])
+        return self._leaf_t[self._positions(X)]  # (trees, rows, [mean, scale, df])
 
     def predict_interval(self, X, coverage: float = 0.9) -> np.ndarray:
         """Central posterior predictive interval of a new y at each row of ``X``: (n, 2), the

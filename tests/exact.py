@@ -39,11 +39,13 @@ import numpy as np
 
 __all__ = [
     "empirical",
+    "dirichlet_multinomial_term",
     "exact_log_evidence",
     "exact_pair_posterior",
     "exact_partition_posterior",
     "exact_partition_prior",
     "leaf_loglik",
+    "normal_inverse_gamma_term",
     "partition_key",
     "partition_keys_from_values",
     "quadrature_leaf_term",
@@ -230,16 +232,65 @@ def exact_partition_posterior(
 
 
 def exact_log_evidence(
-    codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float, split_weights=None
+    codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float, split_weights=None,
+    leaf_term: Callable[[np.ndarray], float] | None = None,
 ) -> float:
     """``log sum_T prior(T) prod_leaves exp(leaf_loglik)``: the marginal likelihood of one tree, in
-    the units of :func:`leaf_loglik` (the same partition-free constant left out).
+    the units of :func:`leaf_loglik` (the same partition-free constant left out), or with
+    ``leaf_term(rows)`` as each leaf's log marginal likelihood (``r``, ``w`` then unused).
 
     Example:
         >>> round(exact_log_evidence([[0], [1]], [0.0, 0.0], [0.0, 0.0], 0.9, 2.0, 0.0, 1.0), 12)
         0.0
     """
-    return _log_sum(_log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights).values())
+    return _log_sum(_log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights, leaf_term).values())
+
+
+def dirichlet_multinomial_term(y, conc) -> Callable[[np.ndarray], float]:
+    """``leaf_term`` of class labels ``y`` (0..K-1) with symmetric-or-not Dirichlet(``conc``) leaves:
+    ``log Gamma(A) - sum log Gamma(a_k) + sum log Gamma(m_k + a_k) - log Gamma(N + A)``.
+
+    Example:
+        >>> round(dirichlet_multinomial_term([0, 1], [1.0, 1.0])(np.array([0, 1])), 6)  # 1/2 * 1/3
+        -1.791759
+    """
+    y = np.asarray(y)
+    conc = [float(a) for a in conc]
+
+    def term(rows):
+        counts = [int(np.sum(y[rows] == k)) for k in range(len(conc))]
+        out = math.lgamma(sum(conc)) - sum(math.lgamma(a) for a in conc)
+        out += sum(math.lgamma(m + a) for m, a in zip(counts, conc, strict=True))
+        return out - math.lgamma(len(rows) + sum(conc))
+
+    return term
+
+
+def normal_inverse_gamma_term(y, mu0, kappa0, a0, b0) -> Callable[[np.ndarray], float]:
+    """``leaf_term`` of responses ``y`` with ``y ~ N(mu, s2)``, ``mu ~ N(mu0, s2 / kappa0)``,
+    ``s2 ~ InvGamma(a0, b0)`` per leaf: the multivariate Student-t density of the leaf's ``y``
+    (computed from its covariance, not from the conjugate update the package uses).
+
+    Example:
+        >>> term = normal_inverse_gamma_term([0.0], 0.0, 1.0, 1.0, 1.0)
+        >>> round(term(np.array([0])), 6)  # Student-t, 2 df, scale sqrt(2), at its centre: density 1/4
+        -1.386294
+    """
+    y = np.asarray(y, dtype=float)
+
+    def term(rows):
+        v = y[rows]
+        n = len(v)
+        # y | s2 ~ N(mu0 1, s2 (I + 11'/kappa0)); integrating s2 gives a multivariate t with 2 a0 df
+        shape = (np.eye(n) + np.ones((n, n)) / kappa0) * (b0 / a0)
+        dev = v - mu0
+        quad = float(dev @ np.linalg.solve(shape, dev))
+        nu = 2.0 * a0
+        _, logdet = np.linalg.slogdet(shape)
+        return float(math.lgamma((nu + n) / 2) - math.lgamma(nu / 2) - 0.5 * n * math.log(nu * math.pi)
+                     - 0.5 * logdet - 0.5 * (nu + n) * math.log1p(quad / nu))
+
+    return term
 
 
 def _gaussian_logpdf(r, mean, cov) -> float:
