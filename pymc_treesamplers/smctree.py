@@ -10,8 +10,8 @@ weighted, with an unbiased estimate of the marginal likelihood ``p(y | X)``.
 
 Islands are pooled by their evidence estimates (``island_weights="evidence"``: the pooled set is
 then a consistent estimate of the posterior as islands grow, not only as particles grow), or
-equally as in the paper's experiments (``"equal"``). Identical trees (copies made by resampling)
-are merged and their weights summed.
+equally as in the paper's experiments (``"equal"``). Identical trees of one island (copies made
+by resampling) are merged and their weights summed; islands keep their own copies.
 """
 
 from __future__ import annotations
@@ -264,8 +264,10 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
         Resample when the effective sample size is at most this share of the particles.
     resampling : {"multinomial", "systematic"}, default "multinomial"
         Resampling scheme.
-    alpha, beta : float, default 0.95, 0.5
-        The tree prior ``p_split(d) = alpha (1 + d)^-beta`` (the paper's values).
+    alpha : float, default 0.95
+        The tree prior ``p_split(d) = alpha (1 + d)^-beta`` (the paper's value).
+    beta : float, default 0.5
+        Depth penalty of the tree prior (the paper's value).
     leaf_concentration : float or array of shape (K,), default 1.0
         Dirichlet concentration of the leaves' class probabilities, per class.
     max_bins : int, default 256
@@ -287,7 +289,9 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
     classes_ : ndarray of shape (K,)
         The class labels.
     log_evidence_ : ndarray of shape (n_islands,)
-        Log marginal likelihood ``log p(y | X)`` estimated by each island.
+        Log marginal likelihood ``log p(y | X)`` estimated by each island. (For the regressor the
+        leaf prior is set from the data, centred at the mean of y and scaled by its least-squares
+        residual sd, so this is an empirical-Bayes evidence.)
     log_evidence_pooled_ : float
         Log of the islands' mean estimate (unbiased on the natural scale).
     ess_ : ndarray of shape (n_islands,)
@@ -301,6 +305,10 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
         The island of each tree.
     n_leaves_ : ndarray of int
         Leaves of each tree.
+    island_weights_ : ndarray of shape (n_islands,)
+        The weight of each island in the pooled tree set.
+    n_stages_ : ndarray of int
+        SMC stages each island ran.
 
     Examples
     --------
@@ -340,11 +348,13 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         K = self.classes_.shape[0]
-        conc = np.asarray(self.leaf_concentration, dtype=np.float64) if not isinstance(
-            self.leaf_concentration, str) else None
-        if conc is None or conc.ndim > 1 or (conc.ndim == 1 and conc.shape[0] != K):
-            raise ValueError(f"leaf_concentration must be a number or one per class ({K}), "
-                             f"got {self.leaf_concentration!r}")
+        conc = self.leaf_concentration
+        if isinstance(conc, bool | str) or not (isinstance(conc, numbers.Real) or (
+                np.ndim(conc) == 1 and all(isinstance(a, numbers.Real) and not isinstance(a, bool) for a in conc))):
+            raise TypeError(f"leaf_concentration must be a number or a sequence of numbers, got {conc!r}")
+        conc = np.asarray(conc, dtype=np.float64)
+        if conc.ndim == 1 and conc.shape[0] != K:
+            raise ValueError(f"leaf_concentration must be a number or one per class ({K}), got {len(conc)} values")
         if not np.all(np.isfinite(conc)) or np.any(conc <= 0):
             raise ValueError(f"leaf_concentration must be > 0, got {self.leaf_concentration!r}")
         self._conc = np.broadcast_to(conc, (K,)).copy()
@@ -388,15 +398,17 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
     with ``lam`` such that ``P(sigma < sigma_hat) = leaf_q`` (``sigma_hat``: the least-squares
     residual sd, Chipman et al. 2010's rule). Other parameters as :class:`SMCTreeClassifier`.
 
+    The other parameters and the attributes are those of :class:`SMCTreeClassifier` (no
+    ``classes_``; ``trees_`` hold the leaves' posterior means of y, one encoding per tree).
+
     Parameters
     ----------
     leaf_kappa : float, default 1/3
         Prior precision of a leaf mean relative to its noise (Chipman et al. 1998's ``a``).
-    leaf_nu, leaf_q : float, default 3, 0.9
-        Degrees of freedom and quantile of the leaves' noise prior.
-
-    The other parameters and the attributes are those of :class:`SMCTreeClassifier` (no
-    ``classes_``; ``trees_`` hold the leaves' posterior means of y, one encoding per tree).
+    leaf_nu : float, default 3
+        Degrees of freedom of the leaves' noise prior.
+    leaf_q : float, default 0.9
+        Prior probability that a leaf's noise sd is below the least-squares residual sd.
 
     Examples
     --------
@@ -464,7 +476,8 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
         Student-t predictives)."""
         X = self._X(X)
         mean, df = self._leaf_t[:, 0], self._leaf_t[:, 2]
-        var = self._leaf_t[:, 1] ** 2 * df / np.maximum(df - 2.0, 1e-12)
+        with np.errstate(divide="ignore"):  # a Student-t with at most 2 degrees of freedom: infinite variance
+            var = np.where(df > 2.0, self._leaf_t[:, 1] ** 2 * df / np.maximum(df - 2.0, 1e-300), np.inf)
         m = self._average(X, np.column_stack([mean, var + mean * mean]))
         if not return_std:
             return m[:, 0]
@@ -484,11 +497,22 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
             comp = self._components(X[r0 : r0 + 256])
             loc, sc, df = comp[..., 0], comp[..., 1], comp[..., 2]
             for col, target in enumerate(((1 - coverage) / 2, (1 + coverage) / 2)):
-                lo = (loc - 50 * sc).min(axis=0)
-                hi = (loc + 50 * sc).max(axis=0)
-                for _ in range(60):
+                def cdf(q, loc=loc, sc=sc, df=df):
+                    return (w * stats.t.cdf((q - loc) / sc, df)).sum(axis=0)
+
+                lo = (loc - 10 * sc).min(axis=0)
+                hi = (loc + 10 * sc).max(axis=0)
+                span = hi - lo
+                while np.any(cdf(lo) > target):  # heavy tails (few degrees of freedom): widen until bracketed
+                    lo = np.where(cdf(lo) > target, lo - span, lo)
+                    span = 2 * span
+                span = hi - lo
+                while np.any(cdf(hi) < target):
+                    hi = np.where(cdf(hi) < target, hi + span, hi)
+                    span = 2 * span
+                for _ in range(80):
                     mid = 0.5 * (lo + hi)
-                    below = (w * stats.t.cdf((mid - loc) / sc, df)).sum(axis=0) < target
+                    below = cdf(mid) < target
                     lo = np.where(below, mid, lo)
                     hi = np.where(below, hi, mid)
                 out[r0 : r0 + 256, col] = 0.5 * (lo + hi)

@@ -27,22 +27,26 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from scipy import special
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from pymc_treesamplers import SMCTreeClassifier, SMCTreeRegressor
+from pymc_treesamplers.binning import bin_columns
 from pymc_treesamplers.noise import chipman_sigma2_prior
 
 ALPHA, BETA = 0.95, 0.5
-CODES, R, _ = tiny_data(0)
-X = CODES.astype(float)  # consecutive codes per column: the estimator's coding is the enumeration's
+_, R, _ = tiny_data(0)
+X = tiny_data(0)[0].astype(float)
+# equally spaced cuts over each column's range: codes {0, 3, 7} and {0, 7}, so a node's gaps between
+# present codes hold several cuts and the empirical proposal's correction is not trivially zero
+CODING = {"split_points": "range", "max_bins": 8}
+CODES = bin_columns(X, **CODING).codes.T.astype(np.int64)
 LABELS = np.array([1, 0, 2, 0, 2, 1, 2])
 CASES = [(p, e) for p in ("prior", "empirical", "optimal") for e in ("node", "layer")]
 
 
 def _estimator(kind, **kw):
     cls = SMCTreeClassifier if kind == "classifier" else SMCTreeRegressor
-    return cls(alpha=kw.pop("alpha", ALPHA), beta=BETA, **kw)
+    return cls(alpha=kw.pop("alpha", ALPHA), beta=BETA, **CODING, **kw)
 
 
 def _target(kind, alpha=ALPHA, conc=1.0, kappa=1.0 / 3.0):
@@ -87,19 +91,20 @@ def test_island_evidence_is_unbiased(kind, proposal, expansion):
     z = np.exp(est.log_evidence_ - exact)
     se = z.std(ddof=1) / math.sqrt(z.size)
     assert abs(z.mean() - 1.0) < 4 * se, (z.mean(), se)
-    assert est.log_evidence_pooled_ == pytest.approx(special.logsumexp(est.log_evidence_) - math.log(z.size))
-    # the check can fail: the evidence of another tree prior lies far outside the band
-    assert abs(z.mean() - math.exp(_log_evidence(kind, alpha=0.5) - exact)) > 4 * se
+    # the check can fail: the evidence of a slightly different tree prior lies outside the band
+    assert abs(z.mean() - math.exp(_log_evidence(kind, alpha=0.85) - exact)) > 4 * se
 
 
 @pytest.mark.parametrize("kind", ["classifier", "regressor"])
-def test_weighted_trees_converge_to_the_exact_posterior(kind):
+@pytest.mark.parametrize(("proposal", "expansion"), [("prior", "node"), ("optimal", "layer")])
+def test_weighted_trees_converge_to_the_exact_posterior(kind, proposal, expansion):
     y, _, _ = _target(kind)
     exact = _posterior(kind)
     islands = 2000
     tvs = []
     for C in (2, 20, 200):
-        est = _estimator(kind, n_particles=C, n_islands=islands, island_weights="equal", random_state=C).fit(X, y)
+        est = _estimator(kind, n_particles=C, n_islands=islands, island_weights="equal", proposal=proposal,
+                         expansion=expansion, random_state=C).fit(X, y)
         assert est.tree_weights_.sum() == pytest.approx(1.0)
         tvs.append(tv_distance(exact, _histogram(est)))
     threshold = tv_threshold(exact, islands)  # as if each island gave one exact draw: conservative
