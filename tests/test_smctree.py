@@ -95,6 +95,7 @@ def test_island_evidence_is_unbiased(kind, proposal, expansion):
     assert abs(z.mean() - math.exp(_log_evidence(kind, alpha=0.85) - exact)) > 4 * se
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "regressor"])
 @pytest.mark.parametrize(("proposal", "expansion"), [("prior", "node"), ("optimal", "layer")])
 def test_weighted_trees_converge_to_the_exact_posterior(kind, proposal, expansion):
