@@ -82,7 +82,7 @@ class Particles(NamedTuple):
 class ProposalScratch(NamedTuple):
     """Buffers of the proposals: per-variable weights, per-code presence flags and statistics
     histograms, left-child statistics, and the optimal proposal's table of log option weights (stop;
-    every rule)."""
+    every rule) with the range ``[lo[r], hi[r])`` of its row ``r`` in use (only those are written)."""
 
     scratch_p: np.ndarray
     present: np.ndarray
@@ -90,6 +90,8 @@ class ProposalScratch(NamedTuple):
     left: np.ndarray
     right: np.ndarray
     opt: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
 
 def new_particles(C: int, n: int, width: int = 2) -> Particles:
@@ -106,7 +108,8 @@ def new_proposal_scratch(codes: np.ndarray, width: int = 2) -> ProposalScratch:
     p = codes.shape[0]
     size = int(codes.max(initial=0)) + 2
     return ProposalScratch(np.empty(p), np.zeros(size, dtype=np.bool_), np.empty((size, width)), np.empty(width),
-                           np.empty(width), np.empty((1 + p, size)))
+                           np.empty(width), np.empty((1 + p, size)), np.zeros(1 + p, dtype=np.int64),
+                           np.zeros(1 + p, dtype=np.int64))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -173,21 +176,26 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
     for node ``u`` of particle ``c`` (rows ``pj[s:e]``, depth ``d``, log available weight ``lwavail``).
 
     One pass over the node's rows per variable fills a histogram of leaf statistics by code; every
-    cut's children are then a prefix and its complement. Returns the log normaliser; impossible
-    options hold ``-inf``.
+    cut's children are then a prefix and its complement. Row ``r`` of the table is valid on
+    ``[sc.lo[r], sc.hi[r])`` (the node's valid cuts; empty for a variable it cannot split on), so a
+    deep node with few codes costs little however many codes the data have. Returns the log
+    normaliser.
     """
     opt = sc.opt
     hist = sc.hist
     left = sc.left
     right = sc.right
     width = left.shape[0]
-    for r in range(opt.shape[0]):
-        for q in range(opt.shape[1]):
-            opt[r, q] = NEG_INF
+    sc.lo[0] = 0
+    sc.hi[0] = 1
+    for r in range(1, opt.shape[0]):
+        sc.lo[r] = 0
+        sc.hi[r] = 0
     if lwavail == NEG_INF:
         opt[0, 0] = 0.0
         return 0.0
     opt[0, 0] = log1m_psplit(prior, d)
+    top = opt[0, 0]
     parent = P.stats[c, u]
     l_parent = parent[L_]
     lsplit = log_psplit(prior, d)
@@ -209,33 +217,35 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
             for k in range(width):
                 left[k] += hist[code, k]
                 right[k] = parent[1 + k] - left[k]
-            lik = log_marginal(prior, lm, left) + log_marginal(prior, lm, right) - l_parent
-            opt[1 + v, code] = base + lik
-    top = opt.max()
+            x = base + log_marginal(prior, lm, left) + log_marginal(prior, lm, right) - l_parent
+            opt[1 + v, code] = x
+            if x > top:
+                top = x
+        sc.lo[1 + v] = mn
+        sc.hi[1 + v] = mx
     total = 0.0
     for r in range(opt.shape[0]):
-        for q in range(opt.shape[1]):
-            if opt[r, q] > NEG_INF:
-                total += math.exp(opt[r, q] - top)
+        for q in range(sc.lo[r], sc.hi[r]):
+            total += math.exp(opt[r, q] - top)
     return top + math.log(total)
 
 
 @numba.njit(cache=True, nogil=True)
-def _draw_option(rng, opt, log_z):
-    """``(split, v, cut)`` drawn in proportion to ``exp(opt)`` (normaliser ``exp(log_z)``)."""
-    target = math.log(rng.random()) + log_z
-    acc = NEG_INF
+def _draw_option(rng, sc, log_z):
+    """``(split, v, cut)`` drawn in proportion to ``exp(opt)`` over the valid entries of the table
+    of :func:`_optimal_options` (normaliser ``exp(log_z)``)."""
+    opt = sc.opt
+    target = rng.random()
+    acc = 0.0
     last_r = 0
     last_q = 0
     for r in range(opt.shape[0]):
-        for q in range(opt.shape[1]):
-            if opt[r, q] > NEG_INF:
-                hi = max(acc, opt[r, q])
-                acc = hi + math.log(math.exp(acc - hi) + math.exp(opt[r, q] - hi))
-                last_r = r
-                last_q = q
-                if acc >= target:
-                    return r > 0, r - 1, q
+        for q in range(sc.lo[r], sc.hi[r]):
+            acc += math.exp(opt[r, q] - log_z)
+            last_r = r
+            last_q = q
+            if acc > target:
+                return r > 0, r - 1, q
     return last_r > 0, last_r - 1, last_q  # rounding at the top end: the last possible option
 
 
@@ -259,7 +269,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
             v = ref.ints[o, VAR]
             cut = ref.ints[o, CUT]
         else:
-            split, v, cut = _draw_option(rng, sc.opt, lw)
+            split, v, cut = _draw_option(rng, sc, lw)
         if not split:
             return lw
         mn, mx = code_range(data.codes[v], pj, s, e)
