@@ -8,9 +8,11 @@ leaf) for a response. Each of ``n_islands`` independent particle filters (:mod:`
 the SMC core that Particle Gibbs also runs) grows ``n_particles`` trees top-down and returns them
 weighted, with an unbiased estimate of the marginal likelihood ``p(y | X)``.
 
-Islands are pooled by their evidence estimates (``island_weights="evidence"``: the pooled set is
-then a consistent estimate of the posterior as islands grow, not only as particles grow), or
-equally as in the paper's experiments (``"equal"``). Identical trees of one island (copies made
+Islands are pooled equally as in the paper's experiments (``island_weights="equal"``, the default:
+consistent as particles grow), or by their evidence estimates (``"evidence"``: the pooled set is
+then a consistent estimate of the posterior as islands grow, not only as particles grow; but with a
+few islands of practical size one island takes nearly all the weight: an island ESS of 1.00-1.03 on
+ionosphere at 30-300 particles per island, so four fifths of the work would be discarded). Identical trees of one island (copies made
 by resampling) are merged and their weights summed; islands keep their own copies.
 """
 
@@ -38,7 +40,7 @@ from .trace import encode_preorder, leaf_positions, weighted_leaf_sum
 _PROPOSALS = {"prior": smc.PROPOSAL_PRIOR, "empirical": smc.PROPOSAL_EMPIRICAL, "optimal": smc.PROPOSAL_OPTIMAL}
 _EXPANSIONS = {"node": smc.EXPANSION_NODE, "layer": smc.EXPANSION_LAYER}
 _RESAMPLING = {"multinomial": smc.RESAMPLE_MULTINOMIAL, "systematic": smc.RESAMPLE_SYSTEMATIC}
-_ISLAND_WEIGHTS = ("evidence", "equal")
+_ISLAND_WEIGHTS = ("equal", "evidence")
 
 
 def _choice(name, value, options):
@@ -275,8 +277,9 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
         (:func:`pymc_treesamplers.binning.bin_columns`).
     split_points : {"data", "range"}, default "data"
         Cuts between the data values, or ``max_bins - 1`` equally spaced cuts over the range.
-    island_weights : {"evidence", "equal"}, default "evidence"
-        Islands weighted by their marginal-likelihood estimates, or equally (the paper).
+    island_weights : {"equal", "evidence"}, default "equal"
+        Islands weighted equally (the paper), or by their marginal-likelihood estimates (consistent
+        as islands grow, but with few islands one island usually takes nearly all the weight).
     max_stages : int, default 5000
         Stage limit of an island (an island that needs more is an error).
     random_state : int, numpy.random.RandomState or None, default None
@@ -323,7 +326,7 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
     def __init__(self, n_particles: int = 100, n_islands: int = 5, proposal: str = "prior", expansion: str = "node",
                  ess_threshold: float = 0.1, resampling: str = "multinomial", alpha: float = 0.95, beta: float = 0.5,
                  leaf_concentration=1.0, max_bins: int = 256, split_points: str = "data",
-                 island_weights: str = "evidence", max_stages: int = 5000, random_state=None,
+                 island_weights: str = "equal", max_stages: int = 5000, random_state=None,
                  n_jobs: int | None = None):
         self.n_particles = n_particles
         self.n_islands = n_islands
@@ -423,7 +426,7 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
     def __init__(self, n_particles: int = 100, n_islands: int = 5, proposal: str = "prior", expansion: str = "node",
                  ess_threshold: float = 0.1, resampling: str = "multinomial", alpha: float = 0.95, beta: float = 0.5,
                  leaf_kappa: float = 1.0 / 3.0, leaf_nu: float = 3.0, leaf_q: float = 0.9, max_bins: int = 256,
-                 split_points: str = "data", island_weights: str = "evidence", max_stages: int = 5000,
+                 split_points: str = "data", island_weights: str = "equal", max_stages: int = 5000,
                  random_state=None, n_jobs: int | None = None):
         self.n_particles = n_particles
         self.n_islands = n_islands

@@ -120,7 +120,7 @@ def test_weighted_trees_converge_to_the_exact_posterior(kind, proposal, expansio
 def test_islands_pooled_by_evidence_are_exact_at_any_size(kind):
     y, _, _ = _target(kind)
     exact = _posterior(kind)
-    est = _estimator(kind, n_particles=3, n_islands=6000, random_state=7).fit(X, y)
+    est = _estimator(kind, n_particles=3, n_islands=6000, random_state=7, island_weights="evidence").fit(X, y)
     iw = est.island_weights_
     ess = int(1.0 / np.sum(iw * iw))
     assert ess > 1000
