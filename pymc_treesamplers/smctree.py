@@ -12,8 +12,9 @@ Islands are pooled equally as in the paper's experiments (``island_weights="equa
 consistent as particles grow), or by their evidence estimates (``"evidence"``: the pooled set is
 then a consistent estimate of the posterior as islands grow, not only as particles grow; but with a
 few islands of practical size one island takes nearly all the weight: an island ESS of 1.00-1.03 on
-ionosphere at 30-300 particles per island, so four fifths of the work would be discarded). Identical trees of one island (copies made
-by resampling) are merged and their weights summed; islands keep their own copies.
+ionosphere at 30-300 particles per island, so four fifths of the work would be discarded).
+Identical trees of one island (copies made by resampling) are merged and their weights summed;
+islands keep their own copies.
 """
 
 from __future__ import annotations
