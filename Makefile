@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # other files; a cache directory per source hash makes every edit recompile what depends on it.
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
-.PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm clean
+.PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-smctree \
+	bench-smctree-quick clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -63,6 +64,14 @@ bench-speed: $(VENV)/.bench-installed
 # non-Gaussian BART held out against pymc-bart, stochtree and scikit-learn (ionosphere, bikes, heteroskedastic)
 bench-glm: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.glm
+
+# single-tree SMC (SMCTreeClassifier/Regressor) against single-tree CGM, CART and a random forest, held out
+# (ionosphere, Boston; the top-down SMC paper's section 4); the quick one is a smoke run of a few minutes
+bench-smctree: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.smctree
+
+bench-smctree-quick: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.smctree --quick
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed

@@ -24,6 +24,8 @@ REPORTS = [
     "pg-hypercube",
     "pg-hypercube-quick",
     "pg-hypercube-range",
+    "smctree-benchmark",
+    "smctree-benchmark-quick",
     "speed",
 ]
 
