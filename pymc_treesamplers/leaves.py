@@ -253,6 +253,15 @@ def ng_posterior(lm, n, sy, syy):
 
 
 @numba.njit(cache=True, nogil=True)
+def ng_posteriors(lm, stats):
+    """:func:`ng_posterior` of every row of ``stats`` (rows ``(n, sum y, sum y^2)``): (rows, 4)."""
+    out = np.empty((stats.shape[0], 4))
+    for r in range(stats.shape[0]):
+        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = ng_posterior(lm, stats[r, 0], stats[r, 1], stats[r, 2])
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def _ng_marginal(prior, lm, stats):
     n = stats[0]
     if n <= 0.0:

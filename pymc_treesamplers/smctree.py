@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .binning import bin_columns
 from .kernels import islands, smc
-from .leaves import class_counts, n_stats, ng_posterior, normal_gamma
+from .leaves import class_counts, n_stats, ng_posteriors, normal_gamma
 from .noise import chipman_sigma2_prior
 from .records import TreePrior, split_data
 from .trace import encode_preorder, leaf_positions, weighted_leaf_sum
@@ -468,7 +468,7 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
         self.log_evidence_ = self.log_evidence_ - jacobian
         self.log_evidence_pooled_ -= jacobian
         s = self._node_stats
-        mu_n, kn, an, bn = np.vectorize(lambda n, a, b: ng_posterior(lm, n, a, b))(s[:, 0], s[:, 1], s[:, 2])
+        mu_n, kn, an, bn = ng_posteriors(lm, np.ascontiguousarray(s)).T
         scale2 = bn * (kn + 1.0) / (an * kn)  # Student-t predictive: 2 a_n degrees of freedom
         self._leaf_t = np.column_stack([self._y_mean + self._y_scale * mu_n, self._y_scale * np.sqrt(scale2), 2 * an])
         self.trees_ = self._encode(self._leaf_t[:, :1])
