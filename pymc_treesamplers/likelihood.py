@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -95,6 +97,11 @@ class GaussianWorkingModel:
                 )
         self.flat = not observed and not potentials
         if self.flat:
+            # legitimate (the prior by MCMC), but far more often a step created before the likelihood
+            # was added: it would sample the prior silently
+            warnings.warn(f"no likelihood term of the model depends on the BART variable {bart_rv.name!r}: its tree "
+                          "step samples the tree prior. A step reads the model when it is created: create it after "
+                          "the likelihood.", UserWarning, stacklevel=2)
             return
         loglik = model.logp(vars=observed + potentials, sum=True, jacobian=False)
         f0 = np.asarray(point[value_var.name], dtype=float)

@@ -1,5 +1,7 @@
 """The BART random variable: inputs, defaults, errors, model integration."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pymc as pm
@@ -130,3 +132,18 @@ def test_pymc_bart_keywords_meaning_the_same_are_accepted_others_refused():
             pmt.BART("c", X, Y, response="linear")
         with pytest.raises(ValueError, match=r"split_rules\[1\] is a OneHotSplitRule.*numeric codes"):
             pmt.BART("d", X, Y, split_rules=[ContinuousSplitRule, OneHotSplitRule, ContinuousSplitRule])
+
+
+def test_a_step_created_before_the_likelihood_warns_it_samples_the_prior():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(30, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=1)
+        with pytest.warns(UserWarning, match="create it after the likelihood"):
+            pmt.CGMStep([mu])
+        pm.Bernoulli("y", logit_p=mu, observed=y)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pmt.CGMStep([mu])
+    assert not [w for w in caught if "samples the tree prior" in str(w.message)]
