@@ -85,6 +85,8 @@ def test_pg_options_are_checked():
             pmt.PGBARTStep([mu], ess_threshold=1.5)
         with pytest.raises(ValueError, match="max_stages"):
             pmt.PGBARTStep([mu], max_stages=0)
+        with pytest.raises(ValueError, match="expansion"):
+            pmt.PGBARTStep([mu], expansion="depth")
         with pytest.raises(TypeError, match="move_probs"):
             pmt.PGBARTStep([mu], move_probs=(0.5, 0.5, 0, 0))
 

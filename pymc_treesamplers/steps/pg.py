@@ -6,6 +6,8 @@ import numpy as np
 
 from ..kernels.pg import new_pg_scratch
 from ..kernels.smc import (
+    EXPANSION_LAYER,
+    EXPANSION_NODE,
     PROPOSAL_EMPIRICAL,
     PROPOSAL_OPTIMAL,
     PROPOSAL_PRIOR,
@@ -17,6 +19,7 @@ from .base import BaseTreeStep
 
 _PROPOSALS = {"prior": PROPOSAL_PRIOR, "empirical": PROPOSAL_EMPIRICAL, "optimal": PROPOSAL_OPTIMAL}
 _RESAMPLING = {"multinomial": RESAMPLE_MULTINOMIAL, "systematic": RESAMPLE_SYSTEMATIC}
+_EXPANSIONS = {"node": EXPANSION_NODE, "layer": EXPANSION_LAYER}
 
 
 class PGBARTStep(BaseTreeStep):
@@ -38,6 +41,10 @@ class PGBARTStep(BaseTreeStep):
         node's data; or the one-step optimal proposal (prior times likelihood ratio).
     max_stages : int, default 5000
         An SMC that would need more stages raises an error rather than truncate the tree prior.
+    expansion : {"node", "layer"}, default "node"
+        Each stage expands one node per particle, breadth-first (Algorithm 2 of the PG-BART paper),
+        or a whole depth (the 2013 paper's layer-wise expansion); the old tree replays its own path
+        either way.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -63,6 +70,7 @@ class PGBARTStep(BaseTreeStep):
         ess_threshold: float = 1.0,
         proposal: str = "prior",
         max_stages: int = 5000,
+        expansion: str = "node",
         model=None,
         initial_point=None,
         compile_kwargs=None,
@@ -79,11 +87,14 @@ class PGBARTStep(BaseTreeStep):
         ess = ess_threshold
         if isinstance(ess, bool) or not isinstance(ess, (int, float, np.floating)) or not 0.0 <= float(ess) <= 1.0:
             raise ValueError(f"ess_threshold must lie in [0, 1], got {ess!r}")
+        if expansion not in _EXPANSIONS:
+            raise ValueError(f"expansion must be one of {sorted(_EXPANSIONS)}, got {expansion!r}")
         stages = max_stages
         if isinstance(stages, bool) or not isinstance(stages, (int, np.integer)) or stages < 1:
             raise ValueError(f"max_stages must be an integer >= 1, got {stages!r}")
         self.num_particles = int(c)
-        self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages))
+        self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages),
+                               _EXPANSIONS[expansion])
         super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)
 
