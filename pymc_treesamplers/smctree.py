@@ -98,9 +98,10 @@ class _SMCTree(BaseEstimator):
                 raise ValueError("n_jobs must not be 0 (None or 1: one thread; -1: every core)")
         return opts, n_islands, prior
 
-    def _grow(self, X, lm):
-        """Run the islands on ``X`` under the leaf model ``lm``; set the fitted attributes."""
-        opts, n_islands, prior = self._check_common()
+    def _grow(self, X, lm, checked):
+        """Run the islands on ``X`` under the leaf model ``lm`` with the options ``checked`` (what
+        :meth:`_check_common` returned before any work); set the fitted attributes."""
+        opts, n_islands, prior = checked
         width = n_stats(lm)
         binning = bin_columns(X, self.max_bins, self.split_points)
         data = split_data(binning.codes, np.ones(X.shape[1]))
@@ -347,7 +348,7 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
 
     def fit(self, X, y) -> SMCTreeClassifier:
         """Grow the weighted trees on ``X`` (n, p) and class labels ``y`` (n,)."""
-        self._check_common()
+        checked = self._check_common()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -362,7 +363,7 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
         if not np.all(np.isfinite(conc)) or np.any(conc <= 0):
             raise ValueError(f"leaf_concentration must be > 0, got {self.leaf_concentration!r}")
         self._conc = np.broadcast_to(conc, (K,)).copy()
-        self._grow(np.ascontiguousarray(X), class_counts(codes, self._conc))
+        self._grow(np.ascontiguousarray(X), class_counts(codes, self._conc), checked)
         counts = self._node_stats
         self._leaf_proba = (counts + self._conc) / (counts.sum(axis=1, keepdims=True) + self._conc.sum())
         self.trees_ = self._encode(self._leaf_proba)
@@ -449,7 +450,7 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
 
     def fit(self, X, y) -> SMCTreeRegressor:
         """Grow the weighted trees on ``X`` (n, p) and responses ``y`` (n,)."""
-        self._check_common()
+        checked = self._check_common()
         kappa = _real("leaf_kappa", self.leaf_kappa, 0.0, math.inf)
         nu = _real("leaf_nu", self.leaf_nu, 0.0, math.inf)
         q = _real("leaf_q", self.leaf_q, 0.0, 1.0)
@@ -463,7 +464,7 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
         except ValueError:  # y constant, or fit exactly by least squares: the standardised scale instead
             a0, b0 = chipman_sigma2_prior(X, z, nu, q, sigma_hat=1.0)
         lm = normal_gamma(z, 0.0, kappa, a0, b0)
-        self._grow(np.ascontiguousarray(X), lm)
+        self._grow(np.ascontiguousarray(X), lm, checked)
         jacobian = X.shape[0] * math.log(self._y_scale)  # the evidence of y, not of its standardised z
         self.log_evidence_ = self.log_evidence_ - jacobian
         self.log_evidence_pooled_ -= jacobian
