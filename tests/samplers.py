@@ -60,6 +60,10 @@ SAMPLERS = [
     # layer-wise expansion (the 2013 paper's): the old tree replays its construction a depth at a time
     Sampler("pg-layer", pmt.PGBARTStep, {"expansion": "layer"}, posterior=(1.0, 10_000, 20, 10),
             prior=(5000, 60, 110), pair=(10_000, 20, 1)),
+    # particle independent Metropolis-Hastings after each conditional run: the evidence estimate of
+    # the conditional run against a fresh one's
+    Sampler("pg-pimh", pmt.PGBARTStep, {"num_particles": 5, "pimh": 2}, posterior=(1.0, 10_000, 10, 1),
+            prior=(5000, 30, 1), pair=(10_000, 10, 1)),
     Sampler("ct", pmt.CTBirthDeathStep, {"horizon": 1.0}, posterior=(1.0, 10_000, 100, 3), prior=(10_000, 10, 5),
             pair=(10_000, 50, 1), pm_sample=(1.0, 2000, 20, 6, {"horizon": 5.0}),
             stats={"jumps": lambda v: v > 0, "total_rate": lambda v: v > 0}),

@@ -7,6 +7,7 @@ thinning 20-50 did not). Thresholds are the 99.9% quantile of the TV of iid mult
 of the same size (tests/exact.py), never widened.
 """
 
+import numba
 import numpy as np
 import pymc as pm
 import pytest
@@ -14,6 +15,11 @@ from exact import empirical, exact_partition_posterior, exact_partition_prior, t
 from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
+from pymc_treesamplers.kernels.driver import register_update
+from pymc_treesamplers.kernels.pg import PGScratch, new_pg_scratch
+from pymc_treesamplers.kernels.smc import particle, pick_particle, smc_init, smc_run
+from pymc_treesamplers.layout import FALSE, TRUE
+from pymc_treesamplers.tree import copy_nodes, copy_perm
 
 PROPOSALS = ("prior", "empirical", "optimal")
 RESAMPLING = ("multinomial", "systematic")
@@ -100,3 +106,75 @@ def test_pg_max_stages_refuses_to_truncate():
         with pytest.raises(RuntimeError, match="max_stages"):
             pm.sample(tune=5, draws=5, chains=1, random_seed=1, progressbar=False,
                       step=[pmt.PGBARTStep([mu], max_stages=2)], compute_convergence_checks=False)
+
+
+# ------------------------------------------------------------------ particle independent MH
+
+
+class WrongPIMH(pmt.PGBARTStep):
+    """PG followed by a fresh unconditional SMC whose tree is always taken: ``min(1, Z'/Z)`` dropped."""
+
+    def _new_scratch(self, codes, m):
+        return _AlwaysAccept(*new_pg_scratch(self.opts, codes, m, self.pimh))
+
+
+class _AlwaysAccept(PGScratch):
+    pass
+
+
+@numba.njit(cache=True)
+def _always_accept_update(rng, j, t, data, prior, ps, sk):
+    P = sk.particles
+    smc_init(P, sk.opts.n_particles, t, prior, ps)
+    smc_run(rng, sk.opts, TRUE, t, P, data, prior, ps, sk.proposals)
+    src = particle(P, pick_particle(rng, P))
+    copy_nodes(src, t)
+    copy_perm(src, t)
+    smc_init(P, sk.opts.n_particles, t, prior, ps)
+    smc_run(rng, sk.opts, FALSE, t, P, data, prior, ps, sk.proposals)
+    src = particle(P, pick_particle(rng, P))
+    copy_nodes(src, t)
+    copy_perm(src, t)
+    return 1
+
+
+register_update(_AlwaysAccept)(_always_accept_update)
+
+
+def test_pimh_without_its_acceptance_ratio_fails_the_enumeration_test():
+    """The matrix entry ``pg-pimh`` passes the enumeration test; the same chain taking every fresh
+    run's tree (a plain SMC draw: biased at C = 5) must not."""
+    codes, r, _ = tiny_data(0)
+    w = np.ones(len(r))
+    exact = exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0)
+    options = {"num_particles": 5, "pimh": 1}
+    right = chain_draws(pmt.PGBARTStep, options, codes, r, w, 10_000, 10, 1)
+    wrong = chain_draws(WrongPIMH, options, codes, r, w, 10_000, 10, 1)
+    threshold = tv_threshold(exact, 10_000)
+    assert tv_distance(exact, empirical(right)) < threshold
+    assert tv_distance(exact, empirical(wrong)) > threshold
+
+
+def test_pimh_moves_are_taken_and_reported():
+    """On the tiny data a fresh run is often as good as the conditional one: moves are accepted,
+    and the share is a per-draw stat of the variable; 0 PIMH moves add no stat."""
+    codes, r, _ = tiny_data(0)
+    X = np.asarray(codes, dtype=float)
+    with pm.Model():
+        mu = pmt.BART("mu", X, r, m=1)
+        pm.Normal("y", mu, 1.0, observed=r)
+        idata = pm.sample(tune=20, draws=50, chains=1, step=[pmt.PGBARTStep([mu], num_particles=5, pimh=2)],
+                          random_seed=3, progressbar=False, compute_convergence_checks=False)
+        plain = pmt.PGBARTStep([mu])
+    acc = idata.sample_stats["mu_pimh_accept"].values
+    assert 0.0 < acc.mean() <= 1.0
+    assert "pimh_accept" not in plain._extra_stats
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
+def test_pimh_option_is_checked(bad):
+    with pm.Model():
+        mu = pmt.BART("mu", np.arange(10.0)[:, None], np.zeros(10), m=1)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(10))
+        with pytest.raises(ValueError, match="pimh must be an integer >= 0"):
+            pmt.PGBARTStep([mu], pimh=bad)

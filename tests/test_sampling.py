@@ -135,7 +135,8 @@ def test_value_changed_outside_the_step_is_refused_and_state_resumes():
 def test_step_options_are_explicit_keywords():
     """help(pmt.PGBARTStep) and signatures show every option with its default (no **kwargs)."""
     expected = {pmt.CGMStep: {"move_probs"}, pmt.GrowPruneStep: set(),
-                pmt.PGBARTStep: {"num_particles", "resampling", "ess_threshold", "proposal", "max_stages", "expansion"},
+                pmt.PGBARTStep: {"num_particles", "resampling", "ess_threshold", "proposal", "max_stages", "expansion",
+                                   "pimh"},
                 pmt.CTBirthDeathStep: {"horizon", "mode", "rotate", "change"}}
     common = {"vars", "model", "initial_point", "compile_kwargs", "blocked", "rng"}
     for cls, options in expected.items():

@@ -45,13 +45,19 @@ class PGBARTStep(BaseTreeStep):
         Each stage expands one node per particle, breadth-first (Algorithm 2 of the PG-BART paper),
         or a whole depth (the 2013 paper's layer-wise expansion); the old tree replays its own path
         either way.
+    pimh : int, default 0
+        Particle independent Metropolis-Hastings moves per tree after the conditional run: each
+        runs a fresh unconditional SMC (same options) and takes a tree from it with probability
+        ``min(1, Z'/Z)`` of the two runs' marginal-likelihood estimates. Unlike the conditional
+        run, a fresh run owes nothing to the old tree, so a chain can leave a poor tree whole.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
     Notes
     -----
     Extra per-draw stats: ``<var>_kept_old`` (share of trees where the old tree was kept) and
-    ``<var>_stages`` (mean SMC stages per tree).
+    ``<var>_stages`` (mean SMC stages per tree) and, with ``pimh``, ``<var>_pimh_accept`` (share
+    of PIMH moves accepted).
 
     Examples
     --------
@@ -71,6 +77,7 @@ class PGBARTStep(BaseTreeStep):
         proposal: str = "prior",
         max_stages: int = 5000,
         expansion: str = "node",
+        pimh: int = 0,
         model=None,
         initial_point=None,
         compile_kwargs=None,
@@ -92,18 +99,26 @@ class PGBARTStep(BaseTreeStep):
         stages = max_stages
         if isinstance(stages, bool) or not isinstance(stages, (int, np.integer)) or stages < 1:
             raise ValueError(f"max_stages must be an integer >= 1, got {stages!r}")
+        if isinstance(pimh, bool) or not isinstance(pimh, (int, np.integer)) or pimh < 0:
+            raise ValueError(f"pimh must be an integer >= 0, got {pimh!r}")
         self.num_particles = int(c)
+        self.pimh = int(pimh)
+        if self.pimh:
+            self._extra_stats = {**self._extra_stats, "pimh_accept": np.float64}
         self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages),
                                _EXPANSIONS[expansion])
         super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)
 
     def _new_scratch(self, codes, m):
-        return new_pg_scratch(self.opts, codes, m)
+        return new_pg_scratch(self.opts, codes, m, self.pimh)
 
     def _sampler_stats(self) -> dict:
         sk = self._buffers()[1]
-        return {"kept_old": float(sk.kept.mean()), "stages": float(sk.stages.mean())}
+        out = {"kept_old": float(sk.kept.mean()), "stages": float(sk.stages.mean())}
+        if self.pimh:
+            out["pimh_accept"] = float(sk.accepted.mean()) / self.pimh
+        return out
 
     def _failure(self, j: int) -> str:
         return (
