@@ -46,6 +46,8 @@ PAPER_ESS_PER_S = {
 }
 TARGET_ESS_RATIO = 10.0  # PG / CGM at D >= 4
 TARGET_MS_D5 = 1.0  # PG time per iteration at D = 5
+# issue 15, at D = 4 and 5 over the independent chains (seeds): chains that agree on the tree
+MIX_RHAT, MIX_ESS, MIX_MS = 1.1, 400.0, 5.0
 
 
 # =========================================================================== worker
@@ -144,6 +146,17 @@ def render(saved: dict) -> str:
         ]
     trows = _target_rows(st, by)
     lines += [md_table(["target", "measured", "verdict"], trows) if trows else "(no target applies to these D)", ""]
+    lines += [
+        "### Chains that agree (issue 15)",
+        "",
+        f"At D = 4 and 5, over the {len(st['seeds'])} independent chains: R-hat < {MIX_RHAT:g} and multi-chain bulk "
+        f"ESS ≥ {MIX_ESS:g} of both the training log-likelihood and the number of leaves, at ≤ {MIX_MS:g} ms per "
+        "iteration (whole iteration, NUTS step for σ² included).",
+        "",
+        md_table(["D", "sampler", "R-hat ll / leaves", "ESS ll / leaves (all chains)", "ms/iter", "verdict"],
+                 _mixing_rows(st, by)),
+        "",
+    ]
     lines += ["## Details", "", _details(results), ""]
     lines += [f"Raw results (incl. the log-likelihood traces): `{saved['meta']['json']}`.", ""]
     for r in results:
@@ -152,6 +165,25 @@ def render(saved: dict) -> str:
             lines += [f"Error in D={sp['D']} {sp['sampler']}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
     lines += [harness.source_line(saved["meta"]), ""]
     return "\n".join(lines)
+
+
+def _mixing_rows(st: dict, by: dict) -> list[list[str]]:
+    rows = []
+    for D in [d for d in st["dims"] if d in (4, 5)]:
+        for s in pg_paper.RUN_ORDER:
+            x = by.get((D, s))
+            if s not in st["samplers"] or x is None:
+                continue
+            vals = (x.get("rhat"), x.get("rhat_leaves"), x.get("ess_multi"), x.get("ess_multi_leaves"))
+            ok = (
+                None not in vals
+                and max(vals[0], vals[1]) < MIX_RHAT
+                and min(vals[2], vals[3]) >= MIX_ESS
+                and x["ms_per_iter"] <= MIX_MS
+            )
+            rows.append([str(D), LABELS[s], f"{fmt(vals[0])} / {fmt(vals[1])}", f"{fmt(vals[2])} / {fmt(vals[3])}",
+                         fmt(x["ms_per_iter"]), "✅ met" if ok else "❌ not met"])
+    return rows
 
 
 def _target_rows(st: dict, by: dict) -> list[list[str]]:
@@ -221,6 +253,10 @@ def _main_table(results: list[dict]) -> str:
         ("kept old", num("kept_old")),
         ("stages", num("stages")),
         ("R-hat", num("rhat")),
+        ("R-hat leaves", num("rhat_leaves")),
+        ("ESS ll (all chains)", num("ess_multi")),
+        ("ESS leaves (all chains)", num("ess_multi_leaves")),
+        ("PIMH acc", num("pimh_accept")),
         ("notes", pg_paper.notes_cell),
     ]
     return harness.column_table(columns, results)
