@@ -82,7 +82,8 @@ class Particles(NamedTuple):
 class ProposalScratch(NamedTuple):
     """Buffers of the proposals: per-variable weights, per-code presence flags and statistics
     histograms, left-child statistics, and the optimal proposal's table of log option weights (stop;
-    every rule) with the range ``[lo[r], hi[r])`` of its row ``r`` in use (only those are written)."""
+    every gap of every variable) with the first ``hi[r]`` entries of row ``r`` in use and the cuts
+    ``[glo, ghi)`` of each gap."""
 
     scratch_p: np.ndarray
     present: np.ndarray
@@ -90,8 +91,9 @@ class ProposalScratch(NamedTuple):
     left: np.ndarray
     right: np.ndarray
     opt: np.ndarray
-    lo: np.ndarray
     hi: np.ndarray
+    glo: np.ndarray
+    ghi: np.ndarray
 
 
 def new_particles(C: int, n: int, width: int = 2) -> Particles:
@@ -109,7 +111,7 @@ def new_proposal_scratch(codes: np.ndarray, width: int = 2) -> ProposalScratch:
     size = int(codes.max(initial=0)) + 2
     return ProposalScratch(np.empty(p), np.zeros(size, dtype=np.bool_), np.empty((size, width)), np.empty(width),
                            np.empty(width), np.empty((1 + p, size)), np.zeros(1 + p, dtype=np.int64),
-                           np.zeros(1 + p, dtype=np.int64))
+                           np.zeros((1 + p, size), dtype=np.int64), np.zeros((1 + p, size), dtype=np.int64))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -172,24 +174,25 @@ def _draw_empirical_cut(rng, code_v, pj, s, e, present):
 
 @numba.njit(cache=True, nogil=True)
 def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
-    """Log (prior x likelihood ratio) of stopping (``opt[0, 0]``) and of every rule (``opt[1 + v, code]``)
-    for node ``u`` of particle ``c`` (rows ``pj[s:e]``, depth ``d``, log available weight ``lwavail``).
+    """Log option weights of node ``u`` of particle ``c`` (rows ``pj[s:e]``, depth ``d``, log available
+    weight ``lwavail``): stopping (``opt[0, 0]``) and every *gap* of every variable, a gap being the cuts
+    between two adjacent codes present in the node (``opt[1 + v, k]`` for the ``k``-th gap of ``v``, cuts
+    ``[glo[1 + v, k], ghi[1 + v, k])``, rows ``[0, sc.hi[r])`` in use).
 
-    One pass over the node's rows per variable fills a histogram of leaf statistics by code; every
-    cut's children are then a prefix and its complement. Row ``r`` of the table is valid on
-    ``[sc.lo[r], sc.hi[r])`` (the node's valid cuts; empty for a variable it cannot split on), so a
-    deep node with few codes costs little however many codes the data have. Returns the log
-    normaliser.
+    An option's weight is its prior times its likelihood ratio. All cuts of a gap split the node's rows
+    alike, so one likelihood ratio serves the whole gap and the gap weighs its number of cuts: a node
+    costs one pass over its rows per variable plus one leaf score per distinct split, however many
+    codes the data have (a cut is then drawn uniformly in the chosen gap).
+    Returns the log normaliser.
     """
     opt = sc.opt
     hist = sc.hist
     left = sc.left
     right = sc.right
+    present = sc.present
     width = left.shape[0]
-    sc.lo[0] = 0
     sc.hi[0] = 1
     for r in range(1, opt.shape[0]):
-        sc.lo[r] = 0
         sc.hi[r] = 0
     if lwavail == NEG_INF:
         opt[0, 0] = 0.0
@@ -203,29 +206,48 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
         if data.wsplit[v] <= 0.0:
             continue
         code_v = data.codes[v]
-        mn, mx = code_range(code_v, pj, s, e)
-        if mx == mn:
-            continue
-        for code in range(mn, mx + 1):
-            hist[code, :] = 0.0
+        mn = code_v[pj[s]]
+        mx = mn
         for q in range(s, e):
             i = pj[q]
-            add_row(lm, i, hist[code_v[i]])
+            code = code_v[i]
+            if not present[code]:
+                present[code] = True
+                hist[code, :] = 0.0
+                if code < mn:
+                    mn = code
+                elif code > mx:
+                    mx = code
+            add_row(lm, i, hist[code])
+        if mx == mn:
+            present[mn] = False
+            continue
         base = lsplit + data.logw[v] - lwavail - math.log(mx - mn)
         left[:] = 0.0
-        for code in range(mn, mx):
-            for k in range(width):
-                left[k] += hist[code, k]
-                right[k] = parent[1 + k] - left[k]
-            x = base + log_marginal(prior, lm, left) + log_marginal(prior, lm, right) - l_parent
-            opt[1 + v, code] = x
+        r = 1 + v
+        k = 0
+        prev = np.int64(mn)
+        for code in range(mn + 1, mx + 1):
+            if not present[code]:
+                continue
+            present[code] = False
+            for f in range(width):
+                left[f] += hist[prev, f]
+                right[f] = parent[1 + f] - left[f]
+            lr = log_marginal(prior, lm, left) + log_marginal(prior, lm, right) - l_parent
+            x = base + math.log(code - prev) + lr
+            opt[r, k] = x
+            sc.glo[r, k] = prev
+            sc.ghi[r, k] = code
             if x > top:
                 top = x
-        sc.lo[1 + v] = mn
-        sc.hi[1 + v] = mx
+            k += 1
+            prev = code
+        present[mn] = False
+        sc.hi[r] = k
     total = 0.0
     for r in range(opt.shape[0]):
-        for q in range(sc.lo[r], sc.hi[r]):
+        for q in range(sc.hi[r]):
             total += math.exp(opt[r, q] - top)
     return top + math.log(total)
 
@@ -233,20 +255,25 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
 @numba.njit(cache=True, nogil=True)
 def _draw_option(rng, sc, log_z):
     """``(split, v, cut)`` drawn in proportion to ``exp(opt)`` over the valid entries of the table
-    of :func:`_optimal_options` (normaliser ``exp(log_z)``)."""
+    of :func:`_optimal_options` (normaliser ``exp(log_z)``): an option, then a cut uniformly in its gap."""
     opt = sc.opt
     target = rng.random()
     acc = 0.0
     last_r = 0
     last_q = 0
     for r in range(opt.shape[0]):
-        for q in range(sc.lo[r], sc.hi[r]):
+        for q in range(sc.hi[r]):
             acc += math.exp(opt[r, q] - log_z)
             last_r = r
             last_q = q
             if acc > target:
-                return r > 0, r - 1, q
-    return last_r > 0, last_r - 1, last_q  # rounding at the top end: the last possible option
+                break
+        if acc > target:
+            break
+    if last_r == 0:
+        return False, -1, -1
+    lo = sc.glo[last_r, last_q]
+    return True, last_r - 1, lo + rng.integers(0, sc.ghi[last_r, last_q] - lo)
 
 
 @numba.njit(cache=True, nogil=True)
