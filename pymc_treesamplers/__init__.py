@@ -2,7 +2,7 @@
 
 >>> import pymc_treesamplers as pmt
 >>> sorted(n for n in pmt.__all__ if n.endswith("Step"))
-['CGMStep', 'CTBirthDeathStep', 'GrowPruneStep', 'PGBARTStep']
+['CGMStep', 'CTBirthDeathStep', 'GrowPruneStep', 'PGBARTStep', 'ReshapeStep']
 """
 
 import logging
@@ -21,6 +21,7 @@ from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.noise import NormalScaleGibbs
 from .steps.pg import PGBARTStep
+from .steps.reshape import ReshapeStep
 from .trace import predict
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "GrowPruneStep",
     "NormalScaleGibbs",
     "PGBARTStep",
+    "ReshapeStep",
     "SMCTreeClassifier",
     "SMCTreeRegressor",
     "chipman_sigma2_prior",

@@ -5,24 +5,37 @@ A tree is a :class:`~pymc_treesamplers.records.Tree` (node rows, row order, node
 rows, so a change touches only the rows of the nodes it changes. Node slots are kept compact: a
 freed slot is refilled by the last node, so no free list is needed.
 
-* building: :func:`set_leaf`, :func:`split_leaf`, :func:`collapse`, :func:`partition_rows`;
+* building: :func:`set_leaf`, :func:`split_leaf`, :func:`collapse`, :func:`partition_rows`,
+  :func:`grow_from_prior`;
 * rules changed in place: :func:`repartition_subtree`, :func:`refresh_subtree_prior`;
 * walking: :func:`subtree_nodes` (the one depth-first walk: preorder, left child first);
 * picking: :func:`count_nodes`, :func:`nth_node`, :func:`random_node` over the node kinds
   ``GROWABLE`` (a leaf with a valid cut), ``NOG`` (an internal node whose children are leaves),
   ``INTERNAL`` and ``INTERNAL_CHILD`` (an internal node that is not the root);
 * scoring: :func:`subtree_log_post` (log tree prior times leaf-integrated likelihood),
+  :func:`subtree_log_prior` (its prior part),
   :func:`split_log_ratio` (one split against no split);
 * saving and copying: :func:`backup`, :func:`restore`, :func:`copy_nodes`, :func:`copy_perm`;
 * fitting: :func:`add_tree`, :func:`draw_leaves`.
 """
+
+import math
 
 import numba
 import numpy as np
 
 from .gaussian import leaf_draw, leaf_loglik, leaf_suff
 from .layout import CUT, DEPTH, END, LEFT, LWAVAIL, NO_NODE, NODE_INT, PARENT, RIGHT, ROOT, RULELP, START, VALUE, VAR
-from .prior import NEG_INF, code_range, leaf_log_prior, log1m_psplit, log_psplit, node_log_avail, rule_log_prob
+from .prior import (
+    NEG_INF,
+    code_range,
+    draw_split_rule,
+    leaf_log_prior,
+    log1m_psplit,
+    log_psplit,
+    node_log_avail,
+    rule_log_prob,
+)
 
 GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
 
@@ -138,6 +151,31 @@ def collapse(t, k):
         if slot != last:
             _move_node(ti, t.floats, last, slot)
         t.nn[0] -= 1
+
+
+@numba.njit(cache=True, nogil=True)
+def grow_from_prior(rng, t, data, prior, b, scratch_p):
+    """Grow the leaf ``b`` into a subtree drawn from the tree prior on its rows; returns the
+    subtree's log prior probability."""
+    ti = t.ints
+    first = t.nn[0]
+    total = 0.0
+    u = b
+    while True:
+        d = ti[u, DEPTH]
+        if t.floats[u, LWAVAIL] == NEG_INF:
+            pass  # cannot split: a leaf with probability 1
+        elif rng.random() < math.exp(log_psplit(prior, d)):
+            v, c, n_cuts = draw_split_rule(rng, data, t.perm, ti[u, START], ti[u, END], scratch_p)
+            split_leaf(t, u, v, c, n_cuts, data)
+            total += log_psplit(prior, d) + t.floats[u, RULELP]
+        else:
+            total += leaf_log_prior(prior, d, t.floats[u, LWAVAIL])
+        # next: the nodes this growth created, in creation order
+        u = first if u == b else u + 1
+        if u >= t.nn[0]:
+            break
+    return total
 
 
 # ------------------------------------------------------------------------------------ walking
@@ -293,6 +331,21 @@ def subtree_log_post(t, prior, ps, k, order, top_rule, split_probs):
                 total += tf[u, RULELP]
             if split_probs:
                 total += log_psplit(prior, d)
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def subtree_log_prior(t, prior, k, order):
+    """Log tree prior of ``k``'s subtree on its rows at its depth: split probabilities and rule
+    probabilities of its internal nodes, leaf factors of its leaves."""
+    ti = t.ints
+    total = 0.0
+    for q in range(subtree_nodes(ti, k, order)):
+        u = order[q]
+        if ti[u, LEFT] < 0:
+            total += leaf_log_prior(prior, ti[u, DEPTH], t.floats[u, LWAVAIL])
+        else:
+            total += log_psplit(prior, ti[u, DEPTH]) + t.floats[u, RULELP]
     return total
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "exact_pair_posterior",
     "exact_partition_posterior",
     "exact_partition_prior",
+    "exact_tree_posterior",
     "leaf_loglik",
     "normal_inverse_gamma_term",
     "partition_key",
@@ -195,6 +196,52 @@ def _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights, leaf_ter
                 labels[i] = b
         _add_log(log_masses, partition_key(labels), logm)
     return log_masses
+
+
+def exact_tree_posterior(codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float,
+                         split_weights=None) -> dict[tuple, float]:
+    """Exact posterior probability of every *tree* (not partition), by enumeration.
+
+    A tree's key is its preorder rule sequence: ``(v, c)`` for a split, ``-1`` for a leaf, left
+    subtree first; trees with the same partition but other rules, other cuts in the same gap or
+    another order of splits are different keys. This is what a move that keeps the partition and
+    changes the tree (a restructure) must get right; partition tests cannot see it.
+
+    Example:
+        >>> post = exact_tree_posterior([[0], [1]], [0.0, 0.0], [0.0, 0.0], 0.9, 2.0, 0.0, 1.0)
+        >>> {k: round(v, 12) for k, v in sorted(post.items(), key=str)}
+        {((0, 0), -1, -1): 0.9, (-1,): 0.1}
+    """
+    codes, weights = _check_inputs(codes, split_weights)
+    n, p = codes.shape
+    r = np.asarray(r, dtype=float)
+    w = np.asarray(w, dtype=float)
+
+    def node(rows: tuple[int, ...], depth: int) -> dict[tuple, float]:
+        idx = np.array(rows, dtype=np.int64)
+        leaf = leaf_loglik(float(w[idx].sum()), float((w[idx] * r[idx]).sum()), mu0, sigma_mu)
+        sub = codes[idx]
+        lo, hi = sub.min(axis=0), sub.max(axis=0)
+        avail = [v for v in range(p) if hi[v] > lo[v] and weights[v] > 0]
+        if not avail:
+            return {(-1,): leaf}
+        p_split = alpha * (1.0 + depth) ** (-beta)
+        out = {(-1,): _log(1.0 - p_split) + leaf}
+        total_w = sum(weights[v] for v in avail)
+        for v in avail:
+            log_vc = _log(p_split) + _log(weights[v] / total_w) - math.log(hi[v] - lo[v])
+            for c in range(lo[v], hi[v]):
+                left = tuple(i for i in rows if codes[i, v] <= c)
+                right = tuple(i for i in rows if codes[i, v] > c)
+                right_dist = node(right, depth + 1)
+                for lk, lm in node(left, depth + 1).items():
+                    for rk, rm in right_dist.items():
+                        out[((v, c), *lk, *rk)] = log_vc + lm + rm
+        return out
+
+    logs = node(tuple(range(n)), 0)
+    log_z = _log_sum(logs.values())
+    return {k: math.exp(m - log_z) for k, m in logs.items() if m > -math.inf}
 
 
 def _log_sum(values) -> float:

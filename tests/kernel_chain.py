@@ -19,8 +19,9 @@ from pymc_treesamplers.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.kernels.ct import CTScratch
 from pymc_treesamplers.kernels.driver import SWEEP_DONE, new_work, sweep
 from pymc_treesamplers.kernels.families import family_lik
-from pymc_treesamplers.layout import END, FALSE, LEFT, ROOT, START
+from pymc_treesamplers.layout import CUT, END, FALSE, LEFT, ROOT, START, VAR
 from pymc_treesamplers.records import Pseudo, TreePrior, split_data
+from pymc_treesamplers.tree import subtree_nodes
 
 
 def _first_rate(sk):
@@ -51,7 +52,7 @@ def _sweep_record_impl(lik, forest, f):
 
 
 @numba.njit(cache=True)
-def _chain(rng, n_draws, thin, data, prior, forest, lik, labels, work, sk, changed, rates):
+def _chain(rng, n_draws, thin, data, prior, forest, lik, labels, work, sk, changed, rates, rules):
     f = np.empty(forest.perm.shape[1])
     for d in range(n_draws):
         for _ in range(thin):
@@ -61,6 +62,13 @@ def _chain(rng, n_draws, thin, data, prior, forest, lik, labels, work, sk, chang
                 raise RuntimeError("node capacity exceeded or the update failed")
         if rates.shape[0] > 0:
             rates[d] = _first_rate(sk)
+        if rules.shape[0] > 0:  # tree 0's rules in preorder (left child first): (var, cut), -1 for a leaf
+            nn = subtree_nodes(forest.ints[0], ROOT, work.order)
+            for q in range(nn):
+                u = work.order[q]
+                rules[d, q, 0] = forest.ints[0, u, VAR]
+                rules[d, q, 1] = forest.ints[0, u, CUT]
+            rules[d, nn:, 0] = -2
         # rows share a cell of the common refinement iff they share a leaf in every tree
         for j in range(forest.ints.shape[0]):
             for k in range(forest.n_nodes[j]):
@@ -77,14 +85,15 @@ def make_step(step_cls, options, n, p, m=1):
 
 
 def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alpha=0.95, beta=2.0, mu0=0.0,
-                sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None):
+                sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None, tree_keys=False):
     """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a chain of ``m`` trees on
     the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s[, refine[, record type]])``
     (``eta = f``; ``r, w`` unused; FamilyLik's ``refine`` flag, a record type with its fields), or
     ``family`` a function ``(f, mu0) -> likelihood record``; ``counts``: a list that receives the
     record's (proposals, accepted). With ``m = 1`` a key is the tree's row partition; with ``m >= 2``
     the tuple of every tree's partition. ``return_rates``: also the first tree's total jump rate at
-    each kept draw (CTBirthDeathStep only)."""
+    each kept draw (CTBirthDeathStep only). ``tree_keys``: the keys are tree 0's preorder rule
+    sequences, as :func:`exact.exact_tree_posterior` writes them, not partitions."""
     codes = np.asarray(codes_np).T
     p, n = codes.shape
     data = split_data(codes, np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float))
@@ -105,11 +114,14 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
             lik = family_lik(*family[:4], 0.0, 1.0, mu0, sigma_mu**2, f, refine=family[4] if len(family) > 4 else True)
             if len(family) > 5:
                 lik = family[5](*lik)
+    rules = np.empty((n_draws if tree_keys else 0, 2 * n + 1, 2), dtype=np.int64)
     _chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels, new_work(n),
-           step._new_scratch(data.codes, m), np.zeros(m, dtype=np.bool_), rates)
+           step._new_scratch(data.codes, m), np.zeros(m, dtype=np.bool_), rates, rules)
     if counts is not None and family is not None:
         counts.extend(lik.counts.tolist())
-    if m == 1:
+    if tree_keys:
+        keys = [tuple(-1 if v < 0 else (int(v), int(c)) for v, c in row if v > -2) for row in rules]
+    elif m == 1:
         keys = [partition_key(row[0]) for row in labels]
     else:
         keys = [tuple(partition_key(tree) for tree in row) for row in labels]

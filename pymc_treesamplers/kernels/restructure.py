@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..layout import CUT, DEPTH, END, LEFT, LWAVAIL, NO_NODE, NODE_INT, RIGHT, ROOT, START, VAR
+from ..layout import DEPTH, END, LEFT, LWAVAIL, NO_NODE, NODE_INT, RIGHT, ROOT, START
 from ..prior import leaf_log_prior, log_psplit
 from ..records import Tree, empty_nodes
 from ..tree import copy_nodes, copy_perm, set_leaf, split_leaf, subtree_nodes

@@ -11,6 +11,9 @@ sends the fringe rows back into their clusters' leaves.
 Insert above ``k``: a rule drawn from the prior at ``k``'s rows, ``k``'s subtree on one side (a
 fair coin), and on the other side a subtree grown from the tree prior on the rows that go there.
 
+A delete that would leave a single leaf is not proposed: kernels using these moves let a single
+leaf propose only a grow, so no insert could reverse it.
+
 Ratios (``I``: internal nodes, ``N``: all nodes, ``prior_rule`` the rule's prior given its node,
 ``prior(B)`` the prior probability of subtree ``B`` on its rows at its depth; move types and sides
 are chosen with probability 1/2 each, which cancels)::
@@ -29,25 +32,18 @@ import math
 
 import numba
 
-from ..layout import LEFT, LWAVAIL, RIGHT, ROOT, RULELP, START, END, DEPTH, TRUE
-from ..prior import NEG_INF, draw_split_rule, leaf_log_prior, log_psplit
-from ..tree import INTERNAL, count_nodes, random_node, split_leaf, subtree_log_post, subtree_nodes
+from ..layout import END, LEFT, RIGHT, ROOT, RULELP, START, TRUE
+from ..prior import NEG_INF, draw_split_rule
+from ..tree import (
+    INTERNAL,
+    count_nodes,
+    grow_from_prior,
+    random_node,
+    subtree_log_post,
+    subtree_log_prior,
+    subtree_nodes,
+)
 from .preorder import copy_span, encode_with_spans, keep_or_restore, propose_rebuild, put_rule
-
-
-@numba.njit(cache=True, nogil=True)
-def _subtree_log_prior(t, prior, k, order):
-    """Log tree prior of ``k``'s subtree on its rows at its depth: split probabilities and rule
-    probabilities of its internal nodes, leaf factors of its leaves."""
-    ti = t.ints
-    total = 0.0
-    for q in range(subtree_nodes(ti, k, order)):
-        u = order[q]
-        if ti[u, LEFT] < 0:
-            total += leaf_log_prior(prior, ti[u, DEPTH], t.floats[u, LWAVAIL])
-        else:
-            total += log_psplit(prior, ti[u, DEPTH]) + t.floats[u, RULELP]
-    return total
 
 
 @numba.njit(cache=True, nogil=True)
@@ -69,7 +65,12 @@ def delete_move(rng, t, data, prior, ps, seq, bk):
     keep_left = rng.random() < 0.5
     ti = t.ints
     gone = ti[u, RIGHT] if keep_left else ti[u, LEFT]
-    log_q_rev = t.floats[u, RULELP] + _subtree_log_prior(t, prior, gone, seq.order)
+    kept = ti[u, LEFT] if keep_left else ti[u, RIGHT]
+    if u == ROOT and ti[kept, LEFT] < 0:
+        # a single leaf would remain, and a single leaf only ever proposes a grow (the convention
+        # of the kernels that use these moves), never the insert that would reverse this
+        return False
+    log_q_rev = t.floats[u, RULELP] + subtree_log_prior(t, prior, gone, seq.order)
     old = subtree_log_post(t, prior, ps, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
     V, C, end, V2, C2 = seq.V, seq.C, seq.end, seq.V2, seq.C2
     L = encode_with_spans(t, seq)
@@ -118,32 +119,7 @@ def insert_move(rng, t, data, prior, ps, seq, bk, scratch_p):
     subtree_nodes(ti, ROOT, seq.order)
     w = seq.order[ik]
     b = ti[w, RIGHT] if a_left else ti[w, LEFT]
-    log_q = t.floats[w, RULELP] + _grow_from_prior(rng, t, data, prior, b, scratch_p)
+    log_q = t.floats[w, RULELP] + grow_from_prior(rng, t, data, prior, b, scratch_p)
     new = subtree_log_post(t, prior, ps, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
     log_ratio = new - old - math.log(count_nodes(t, INTERNAL)) - log_q + math.log(n_all)
     return keep_or_restore(rng, t, bk, n_all, log_ratio)
-
-
-@numba.njit(cache=True, nogil=True)
-def _grow_from_prior(rng, t, data, prior, b, scratch_p):
-    """Grow the leaf ``b`` into a subtree drawn from the tree prior on its rows; returns the
-    subtree's log prior probability."""
-    ti = t.ints
-    first = t.nn[0]
-    total = 0.0
-    u = b
-    while True:
-        d = ti[u, DEPTH]
-        if t.floats[u, LWAVAIL] == NEG_INF:
-            pass  # cannot split: a leaf with probability 1
-        elif rng.random() < math.exp(log_psplit(prior, d)):
-            v, c, n_cuts = draw_split_rule(rng, data, t.perm, ti[u, START], ti[u, END], scratch_p)
-            split_leaf(t, u, v, c, n_cuts, data)
-            total += log_psplit(prior, d) + t.floats[u, RULELP]
-        else:
-            total += leaf_log_prior(prior, d, t.floats[u, LWAVAIL])
-        # next: the nodes this growth created, in creation order
-        u = first if u == b else u + 1
-        if u >= t.nn[0]:
-            break
-    return total
