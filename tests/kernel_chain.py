@@ -8,6 +8,8 @@ observation model (:class:`~pymc_treesamplers.kernels.families.FamilyLik`) the r
 what the sweep sees, as in the step.
 """
 
+import types
+
 import numba
 import numpy as np
 import pymc as pm
@@ -77,6 +79,18 @@ def _chain(rng, n_draws, thin, data, prior, forest, lik, labels, work, sk, chang
                         labels[d, j, forest.perm[j, t]] = k
 
 
+def _uncached(fn, **replace):
+    """``fn`` compiled without numba's on-disk cache, with global names in ``replace`` rebound."""
+    py = fn.py_func
+    return numba.njit(types.FunctionType(py.__code__, {**py.__globals__, **replace}, py.__name__))
+
+
+# A scratch record type defined by a test (a deliberately wrong kernel) must not enter the on-disk
+# cache index of the package's sweep: every later process that loads that index (make demo, a
+# script) would need the test module to unpickle it. Such chains run uncached copies instead.
+_chain_test_types = _uncached(_chain, sweep=_uncached(sweep))
+
+
 def make_step(step_cls, options, n, p, m=1):
     """A step of ``step_cls`` with ``options`` on a model with one BART of ``m`` trees and no likelihood."""
     with pm.Model():
@@ -115,8 +129,10 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
             if len(family) > 5:
                 lik = family[5](*lik)
     rules = np.empty((n_draws if tree_keys else 0, 2 * n + 1, 2), dtype=np.int64)
-    _chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels, new_work(n),
-           step._new_scratch(data.codes, m), np.zeros(m, dtype=np.bool_), rates, rules)
+    scratch = step._new_scratch(data.codes, m)
+    chain = _chain if type(scratch).__module__.startswith("pymc_treesamplers.") else _chain_test_types
+    chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels, new_work(n), scratch,
+          np.zeros(m, dtype=np.bool_), rates, rules)
     if counts is not None and family is not None:
         counts.extend(lik.counts.tolist())
     if tree_keys:

@@ -64,6 +64,11 @@ SAMPLERS = [
     # the conditional run against a fresh one's
     Sampler("pg-pimh", pmt.PGBARTStep, {"num_particles": 5, "pimh": 2}, posterior=(1.0, 10_000, 10, 1),
             prior=(5000, 30, 1), pair=(10_000, 10, 1)),
+    # many proposals per tree from local and reshaping moves (restructure, splice, reroute): the
+    # tree-level tests are in tests/test_reshape.py
+    Sampler("reshape", pmt.ReshapeStep, {"n_moves": 3}, posterior=(4.0, 10_000, 10, 1), prior=(10_000, 10, 1),
+            pair=(10_000, 10, 1), pm_sample=(1.0, 2000, 4, 3, {}),
+            stats={"moves_accept": lambda v: 0.0 < v <= 1.0}),
     Sampler("ct", pmt.CTBirthDeathStep, {"horizon": 1.0}, posterior=(1.0, 10_000, 100, 3), prior=(10_000, 10, 5),
             pair=(10_000, 50, 1), pm_sample=(1.0, 2000, 20, 6, {"horizon": 5.0}),
             stats={"jumps": lambda v: v > 0, "total_rate": lambda v: v > 0}),

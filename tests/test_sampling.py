@@ -137,7 +137,8 @@ def test_step_options_are_explicit_keywords():
     expected = {pmt.CGMStep: {"move_probs"}, pmt.GrowPruneStep: set(),
                 pmt.PGBARTStep: {"num_particles", "resampling", "ess_threshold", "proposal", "max_stages", "expansion",
                                    "pimh"},
-                pmt.CTBirthDeathStep: {"horizon", "mode", "rotate", "change"}}
+                pmt.CTBirthDeathStep: {"horizon", "mode", "rotate", "change"},
+                pmt.ReshapeStep: {"n_moves", "move_probs"}}
     common = {"vars", "model", "initial_point", "compile_kwargs", "blocked", "rng"}
     for cls, options in expected.items():
         params = inspect.signature(cls).parameters

@@ -101,6 +101,13 @@ def accept_proposal(rng, lik, j, old, new, ps):
     raise NotImplementedError("accept_proposal only runs inside numba kernels")
 
 
+# The dispatch shims are inlined into their callers, whose compiled code numba caches; the shims
+# themselves are not cached: every shim of every record type shares one index file on disk, and a
+# record type defined outside the package (a test's deliberately wrong kernel) in it would break
+# loading that index in any process that cannot import its module.
+_DISPATCH = {"nogil": True}
+
+
 def _registered(table, typ, what):
     cls = getattr(typ, "instance_class", None)
     if cls not in table:
@@ -108,7 +115,7 @@ def _registered(table, typ, what):
     return table[cls]
 
 
-@overload(tree_update, inline="always", jit_options={"cache": True, "nogil": True})
+@overload(tree_update, inline="always", jit_options=_DISPATCH)
 def _tree_update(rng, j, tree, data, prior, ps, sk):
     update = _registered(_UPDATES, sk, "tree update")
 
@@ -118,7 +125,7 @@ def _tree_update(rng, j, tree, data, prior, ps, sk):
     return impl
 
 
-@overload(tree_pseudo, inline="always", jit_options={"cache": True, "nogil": True})
+@overload(tree_pseudo, inline="always", jit_options=_DISPATCH)
 def _tree_pseudo(lik, j, tree):
     pseudo = _registered(_LIKELIHOODS, lik, "likelihood")[0]
 
@@ -128,7 +135,7 @@ def _tree_pseudo(lik, j, tree):
     return impl
 
 
-@overload(accept_proposal, inline="always", jit_options={"cache": True, "nogil": True})
+@overload(accept_proposal, inline="always", jit_options=_DISPATCH)
 def _accept_proposal(rng, lik, j, old, new, ps):
     accept = _registered(_LIKELIHOODS, lik, "likelihood")[1]
 
@@ -138,7 +145,7 @@ def _accept_proposal(rng, lik, j, old, new, ps):
     return impl
 
 
-@overload(propose_leaves, inline="always", jit_options={"cache": True, "nogil": True})
+@overload(propose_leaves, inline="always", jit_options=_DISPATCH)
 def _propose_leaves(rng, lik, tree, prior, ps):
     leaves = _registered(_LIKELIHOODS, lik, "likelihood")[2]
 

@@ -332,6 +332,10 @@ def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
     if kind in _COMPILED:
         return
     _COMPILED.add(kind)
+    if not type(step._new_scratch(np.zeros((1, 1), dtype=np.uint16), 1)).__module__.startswith("pymc_treesamplers."):
+        # a record type from outside the package (a test's deliberately wrong kernel) must not enter
+        # the on-disk cache index of the sweep: loading that index would then need its module
+        return
     codes = np.array([[0, 1, 1, 2]], dtype=np.uint16)
     data = split_data(codes, np.ones(1))
     forest = Forest.empty(1, 4, 0.0)
