@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-smctree \
-	bench-smctree-quick clean
+	bench-smctree-quick bench-mixing bench-mixing-quick clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -72,6 +72,16 @@ bench-smctree: $(VENV)/.bench-installed
 
 bench-smctree-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.smctree --quick
+
+# do independent chains agree? every sampler on hypercube-D (paper prior, 4 chains, D = 3, 4, 5, 7), then
+# ReshapeStep vs CGM, pymc-bart and stochtree on Friedman #1, California and Boston (issue 15)
+bench-mixing: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.hypercube --dims 3,4,5,7 --samplers growprune,cgm,ct,pg,pg-opt,pg-pimh,reshape \
+		--seeds 1,2,3,4 --split-points range --out docs/hypercube-mixing.md --json benchmarks/results/hypercube-mixing.json
+	$(PY) -m benchmarks.mixing
+
+bench-mixing-quick: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.mixing --quick
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed

@@ -36,12 +36,13 @@ from benchmarks.harness import fmt
 from benchmarks.metrics import bulk_ess, rank_rhat
 
 MODULE = "benchmarks.friedman"
-ALL_SAMPLERS = ["growprune", "cgm", "pg", "ct-h0.25", "ct-h0.5", "ct-h1", "ct-h2", "pymc-bart", "stochtree"]
+ALL_SAMPLERS = ["growprune", "cgm", "reshape", "pg", "ct-h0.25", "ct-h0.5", "ct-h1", "ct-h2", "pymc-bart", "stochtree"]
 DEFAULT_SAMPLERS = ["growprune", "cgm", "pymc-bart", "stochtree"]
 REFERENCES = ["pymc-bart", "stochtree"]
 LABELS = {
     "growprune": "pmt GrowPrune",
     "cgm": "pmt CGM",
+    "reshape": "pmt Reshape",
     "pg": "pmt PG (10 particles)",
     **{f"ct-h{h}": f"pmt CTBirthDeath (horizon {h})" for h in ("0.25", "0.5", "1", "2")},
     "pymc-bart": "pymc-bart (PGBART)",
@@ -101,21 +102,29 @@ def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test) -> tuple[np.ndarray, dict]
     chk = sorted({0, D // 2, D - 1})
     chain_of = {}
     match_err = []
+    margin = []
     for k, s in enumerate(samplers):
         if s.n_draws != D:
             raise RuntimeError(f"tree history {k} has {s.n_draws} draws, posterior has {D}")
         p = np.asarray(s.sample_posterior(Xc, chk, None))[:, 0, :]
-        errs = [float(np.max(np.abs(p - post_mu[c, chk, :k_rows]))) for c in range(C)]
-        c = int(np.argmin(errs))
-        chain_of[c] = k
-        match_err.append(errs[c])
-    if sorted(chain_of) != list(range(C)) or max(match_err) > 1e-6 * max(1.0, np.abs(post_mu).max()):
-        raise RuntimeError(f"could not match pymc-bart tree histories to chains: {chain_of}, errors {match_err}")
+        # share of (draw, row) values where the history's prediction differs from a chain's posterior mu:
+        # not 0 for the right chain on columns with tied values, where pymc-bart's own prediction can
+        # differ from its in-sample value at rows that sit on a split value (seen on Boston housing:
+        # about half the rows), but far below the other chains' (every row differs)
+        errs = [float(np.mean(np.abs(p - post_mu[c, chk, :k_rows]) > 1e-9)) for c in range(C)]
+        order = np.argsort(errs)
+        chain_of[int(order[0])] = k
+        match_err.append(errs[order[0]])
+        margin.append(errs[order[1]] if C > 1 else 1.0)
+    if sorted(chain_of) != list(range(C)) or any(e > 0.8 * m for e, m in zip(match_err, margin, strict=True)):
+        raise RuntimeError(f"could not match pymc-bart tree histories to chains: {chain_of}, mismatch shares "
+                           f"{match_err} (next best {margin})")
     Xt = np.ascontiguousarray(X_test, dtype=np.float64)
     f = np.stack(
         [np.asarray(samplers[chain_of[c]].sample_posterior(Xt, list(range(D)), None))[:, 0, :] for c in range(C)]
     )
-    return f, {"history_order_for_chains": [chain_of[c] for c in range(C)], "chain_match_max_abs_err": max(match_err)}
+    return f, {"history_order_for_chains": [chain_of[c] for c in range(C)],
+               "chain_match_mismatch_share": max(match_err), "chain_match_next_best_share": min(margin)}
 
 
 def _fit_pymc(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarray]:
@@ -137,7 +146,8 @@ def _fit_pymc(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarray]:
         elif sampler.startswith("ct-h"):
             step = [pkg.CTBirthDeathStep([mu], horizon=float(sampler[4:]))]
         else:
-            step = [{"growprune": pkg.GrowPruneStep, "cgm": pkg.CGMStep, "pg": pkg.PGBARTStep}[sampler]([mu])]
+            step = [{"growprune": pkg.GrowPruneStep, "cgm": pkg.CGMStep, "pg": pkg.PGBARTStep,
+                     "reshape": pkg.ReshapeStep}[sampler]([mu])]
         idata = pm.sample(
             tune=spec["tune"],
             draws=spec["draws"],

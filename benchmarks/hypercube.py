@@ -177,6 +177,8 @@ def _mixing_rows(st: dict, by: dict) -> list[list[str]]:
             vals = (x.get("rhat"), x.get("rhat_leaves"), x.get("ess_multi"), x.get("ess_multi_leaves"))
             ok = (
                 None not in vals
+                and not isinstance(vals[0], str)
+                and not isinstance(vals[1], str)
                 and max(vals[0], vals[1]) < MIX_RHAT
                 and min(vals[2], vals[3]) >= MIX_ESS
                 and x["ms_per_iter"] <= MIX_MS
@@ -202,7 +204,7 @@ def _target_rows(st: dict, by: dict) -> list[list[str]]:
             rh = f"; R-hat {fmt(pg['rhat'])}" if pg.get("rhat") is not None else ""
             if rb < TARGET_ESS_RATIO:
                 ok = "❌ not met (judged on bulk ESS)"
-            elif (pg.get("rhat") or 1.0) > 1.1 or (pg.get("kept_old") or 0.0) > 0.99:
+            elif pg.get("rhat") == "∞" or (pg.get("rhat") or 1.0) > 1.1 or (pg.get("kept_old") or 0.0) > 0.99:
                 # a high ESS of the log-likelihood is no evidence of mixing when the chains disagree
                 # or the tree never changes (then only sigma and the leaf values move it)
                 ok = (

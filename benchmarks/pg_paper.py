@@ -20,12 +20,12 @@ from benchmarks.harness import fmt
 from benchmarks.instrument import StepRecorder
 from benchmarks.metrics import bulk_ess, coda_ess, gaussian_loglik, rank_rhat, single_chain_bulk_ess
 
-SAMPLERS = ["pg", "pg-opt", "pg-pimh", "cgm", "growprune", "ct"]
-RUN_ORDER = ["growprune", "cgm", "ct", "pg", "pg-opt", "pg-pimh"]
+SAMPLERS = ["pg", "pg-opt", "pg-pimh", "cgm", "growprune", "ct", "reshape"]
+RUN_ORDER = ["growprune", "cgm", "ct", "pg", "pg-opt", "pg-pimh", "reshape"]
 LABELS = {"pg": "PG", "pg-opt": "PG-opt", "pg-pimh": "PG+PIMH", "cgm": "CGM",
-          "growprune": "GrowPrune", "ct": "CT"}
+          "growprune": "GrowPrune", "ct": "CT", "reshape": "Reshape"}
 STEP_CLASSES = {"pg": "PGBARTStep", "pg-opt": "PGBARTStep", "pg-pimh": "PGBARTStep",
-                "cgm": "CGMStep", "growprune": "GrowPruneStep", "ct": "CTBirthDeathStep"}
+                "cgm": "CGMStep", "growprune": "GrowPruneStep", "ct": "CTBirthDeathStep", "reshape": "ReshapeStep"}
 # PG-opt: one-step optimal proposal and no resampling (conditional importance sampling); on deep
 # trees the paper's every-stage resampling lets copies of a poor reference take over (docs/pg.md)
 PG_OPT_KW = {"proposal": "optimal", "ess_threshold": 0.0}
@@ -33,7 +33,7 @@ PG_OPT_KW = {"proposal": "optimal", "ess_threshold": 0.0}
 # evidence estimates (issue 15); 50 particles keep it under 5 ms per iteration at D = 4
 PG_PIMH_KW = {"num_particles": 50, "pimh": 1}
 # per-draw stats of the BART step averaged over the kept draws (those the step reports)
-STEP_STATS = ("n_leaves", "tree_depth", "accept", "kept_old", "stages", "pimh_accept")
+STEP_STATS = ("n_leaves", "tree_depth", "accept", "kept_old", "stages", "pimh_accept", "moves_accept")
 WARMUP_ITERS = (3, 3)  # (tune, draws) of the untimed warm-up run (numba JIT / cache load)
 
 
@@ -200,11 +200,16 @@ def _stacked(chains: list[dict], key: str) -> np.ndarray | None:
     return None if np.ptp(arr) == 0 else arr
 
 
-def across_chain_rhat(chains: list[dict], key: str = "loglik_trace") -> float | None:
+def across_chain_rhat(chains: list[dict], key: str = "loglik_trace") -> float | str | None:
     """Rank-normalised split R-hat of a trace (default the training log-likelihood) over the
-    independent chains (seeds)."""
+    independent chains (seeds); ``"∞"`` when each chain is constant but the chains differ (no
+    within-chain variance: the estimate is a division by zero)."""
     arr = _stacked(chains, key)
-    return None if arr is None else float(rank_rhat(arr))
+    if arr is None:
+        return None
+    if np.all(np.ptp(arr, axis=1) == 0):
+        return "∞"
+    return float(rank_rhat(arr))
 
 
 def across_chain_ess(chains: list[dict], key: str = "loglik_trace") -> float | None:

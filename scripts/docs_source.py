@@ -18,8 +18,9 @@ OUT = ROOT / "build" / "docs-src"
 # public names by module, in the order a reader meets them
 API = {
     "The BART variable": ["pymc_treesamplers.BART"],
-    "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.GrowPruneStep", "pymc_treesamplers.PGBARTStep",
-                   "pymc_treesamplers.CTBirthDeathStep", "pymc_treesamplers.NormalScaleGibbs"],
+    "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.ReshapeStep", "pymc_treesamplers.GrowPruneStep",
+                   "pymc_treesamplers.PGBARTStep", "pymc_treesamplers.CTBirthDeathStep",
+                   "pymc_treesamplers.NormalScaleGibbs"],
     "Predictions": ["pymc_treesamplers.predict", "pymc_treesamplers.sample_posterior_predictive"],
     "Single trees by SMC": ["pymc_treesamplers.SMCTreeClassifier", "pymc_treesamplers.SMCTreeRegressor"],
     "Diagnostics": ["pymc_treesamplers.diagnostics"],

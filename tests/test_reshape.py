@@ -190,6 +190,8 @@ def test_options_are_checked():
         for bad in (0, 1.5, True, "3"):
             with pytest.raises(ValueError, match="n_moves"):
                 pmt.ReshapeStep([mu], n_moves=bad)
+        assert pmt.ReshapeStep([mu]).n_moves == 50  # max(1, round(100 / m)), m = 2
+        assert pmt.ReshapeStep([mu], n_moves=3).n_moves == 3
         with pytest.raises(ValueError, match="seven|7"):
             pmt.ReshapeStep([mu], move_probs=(0.5, 0.5, 0.0, 0.0))
         with pytest.raises(ValueError, match="grow and prune"):

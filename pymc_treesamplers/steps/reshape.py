@@ -10,6 +10,8 @@ from ..kernels.reshape import KIND_NAMES, new_reshape_scratch
 from .base import BaseTreeStep
 
 DEFAULT_PROBS = (0.2, 0.2, 0.25, 0.1, 0.05, 0.1, 0.1)
+# n_moves=None: about this many proposals per sweep in all, at least one per tree (1 for m >= 200)
+MOVES_PER_SWEEP = 100
 
 
 class ReshapeStep(BaseTreeStep):
@@ -33,8 +35,11 @@ class ReshapeStep(BaseTreeStep):
     ----------
     vars : list of one BART variable, optional
         Defaults to the model's BART variable.
-    n_moves : int, default 10
-        Proposals per tree and sweep.
+    n_moves : int, optional
+        Proposals per tree and sweep; by default ``max(1, round(100 / m))`` (100 for a single
+        tree, 2 for ``m = 50``, 1 from ``m = 200``): a single deep tree needs many moves per sweep
+        to cross between its modes, while a sum of many small trees gains little from more moves
+        per tree per sweep (docs/reshape.md).
     move_probs : sequence of 7 floats, default (0.2, 0.2, 0.25, 0.1, 0.05, 0.1, 0.1)
         Probabilities of grow, prune, change, swap, restructure, splice and reroute proposals;
         grow and prune must be positive, the seven must sum to 1. A single-leaf tree always
@@ -48,7 +53,7 @@ class ReshapeStep(BaseTreeStep):
 
     Examples
     --------
-    >>> # idata = pm.sample(step=[pmt.ReshapeStep([mu], n_moves=20)])
+    >>> # idata = pm.sample(step=[pmt.ReshapeStep([mu])])
     """
 
     name = "reshape"
@@ -58,7 +63,7 @@ class ReshapeStep(BaseTreeStep):
         self,
         vars=None,
         *,
-        n_moves: int = 10,
+        n_moves: int | None = None,
         move_probs: Sequence[float] = DEFAULT_PROBS,
         model=None,
         initial_point=None,
@@ -66,8 +71,9 @@ class ReshapeStep(BaseTreeStep):
         blocked=False,
         rng=None,
     ):
-        if isinstance(n_moves, bool) or not isinstance(n_moves, (int, np.integer)) or n_moves < 1:
-            raise ValueError(f"n_moves must be an integer >= 1, got {n_moves!r}")
+        if n_moves is not None and (isinstance(n_moves, bool) or not isinstance(n_moves, (int, np.integer))
+                                    or n_moves < 1):
+            raise ValueError(f"n_moves must be an integer >= 1 or None, got {n_moves!r}")
         try:
             probs = np.asarray(move_probs, dtype=float)
         except (TypeError, ValueError) as err:
@@ -79,10 +85,17 @@ class ReshapeStep(BaseTreeStep):
             raise ValueError("move_probs: grow and prune probabilities must both be > 0")
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
-        self.n_moves = int(n_moves)
         self.move_probs = probs
+        self._n_moves = n_moves
         super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)
+
+    @property
+    def n_moves(self) -> int:
+        """Proposals per tree and sweep (the ``n_moves`` option, or its default for this ``m``)."""
+        if self._n_moves is not None:
+            return int(self._n_moves)
+        return max(1, round(MOVES_PER_SWEEP / self.m))
 
     def _new_scratch(self, codes, m):
         return new_reshape_scratch(self.move_probs, self.n_moves, codes.shape[0], codes.shape[1])
