@@ -59,7 +59,7 @@ def available_samplers() -> dict[str, type]:
     """The tree step classes exported by the package, keyed by their short name.
 
     >>> sorted(available_samplers())
-    ['cgm', 'ctbirthdeath', 'growprune', 'pgbart']
+    ['cgm', 'ctbirthdeath', 'growprune', 'pgbart', 'reshape']
     """
     classes = [getattr(pmt, n) for n in sorted(pmt.__all__) if n.endswith("Step")]
     return {cls.name: cls for cls in classes}
