@@ -17,6 +17,7 @@ from .jumps import jump_weights, resample_jump_chain, weighted_mean
 from .noise import chipman_sigma2_prior
 from .predictive import sample_posterior_predictive
 from .smctree import SMCTreeClassifier, SMCTreeRegressor
+from .splitprior import DirichletSplitPrior
 from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.noise import NormalScaleGibbs
@@ -28,6 +29,7 @@ __all__ = [
     "BART",
     "CGMStep",
     "CTBirthDeathStep",
+    "DirichletSplitPrior",
     "GrowPruneStep",
     "NormalScaleGibbs",
     "PGBARTStep",

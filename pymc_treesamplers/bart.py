@@ -20,6 +20,7 @@ from pytensor.tensor.variable import TensorConstant
 
 from .binning import SPLIT_POINTS, bin_columns, numeric_array
 from .prior import sample_prior_tree
+from .splitprior import DirichletSplitPrior, prior_split_weights
 
 __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 
@@ -43,7 +44,10 @@ class BARTRV(RandomVariable):
         self.beta = float(beta)
         self.mu0 = float(mu0)
         self.sigma_mu = float(sigma_mu)
-        self.split_prior = None if split_prior is None else tuple(float(x) for x in split_prior)
+        if split_prior is None or isinstance(split_prior, DirichletSplitPrior):
+            self.split_prior = split_prior
+        else:
+            self.split_prior = tuple(float(x) for x in split_prior)
         self.max_bins = int(max_bins)
         self.split_points = str(split_points)
         # which of (mu0, sigma_mu) were defaulted: a step that finds a non-Gaussian likelihood
@@ -66,8 +70,16 @@ class BARTRV(RandomVariable):
         sigma_mu = 3.0 / (self.k * np.sqrt(self.m)) if self.auto_leaf[1] else self.sigma_mu
         return float(mu0), float(sigma_mu)
 
+    @property
+    def sparse(self) -> DirichletSplitPrior | None:
+        """The Dirichlet prior of the split weights, when they are unknown (``split_prior="dirichlet"``)."""
+        return self.split_prior if isinstance(self.split_prior, DirichletSplitPrior) else None
+
     def split_weights(self, p: int) -> np.ndarray:
-        return np.ones(p) if self.split_prior is None else np.asarray(self.split_prior, dtype=float)
+        """Fixed split weights, or the starting ones (equal) when they have a Dirichlet prior."""
+        if self.split_prior is None or self.sparse is not None:
+            return np.ones(p)
+        return np.asarray(self.split_prior, dtype=float)
 
     def rng_fn(self, rng, X, Y, size):
         """Draw the sum of ``m`` trees from the prior (structure and leaves) at the rows of X; with
@@ -91,7 +103,8 @@ class BARTRV(RandomVariable):
         if size is not None and len(size) > 1:
             raise ValueError(f"BART has at most one output dimension before the rows, got size {tuple(size)}")
         codes = bin_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points).codes
-        wsplit = self.split_weights(codes.shape[0])
+        wsplit = (self.split_weights(codes.shape[0]) if self.sparse is None
+                  else prior_split_weights(self.sparse, codes.shape[0], rng))
         out = np.zeros((outputs, X.shape[0]))
         for row in out:
             for _ in range(self.m):
@@ -196,7 +209,12 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     if split_points not in SPLIT_POINTS:
         raise ValueError(f"split_points must be one of {SPLIT_POINTS}, got {split_points!r}")
     p = Xa.shape[1]
-    if split_prior is not None:
+    if isinstance(split_prior, str):
+        if split_prior != "dirichlet":
+            raise ValueError(f"split_prior must be 'dirichlet', a pmt.DirichletSplitPrior or one weight per column "
+                             f"of X, got {split_prior!r}")
+        split_prior = DirichletSplitPrior()
+    if split_prior is not None and not isinstance(split_prior, DirichletSplitPrior):
         sp = np.asarray(split_prior, dtype=float)
         if sp.shape != (p,):
             raise ValueError(f"split_prior must have one weight per column of X ({p}), got shape {sp.shape}")
@@ -280,8 +298,11 @@ class BART(Distribution):
         ``sigma_mu = 3 / (k sqrt(m))`` (Chipman et al. 2010). Prior predictive draws
         (``pm.sample_prior_predictive``) use the values set here (the step warns when they differ):
         pass both explicitly for a prior predictive check on the link scale.
-    split_prior : (p,) array, optional
-        Non-negative weights of the covariates when choosing split variables.
+    split_prior : (p,) array, "dirichlet" or DirichletSplitPrior, optional
+        Non-negative weights of the covariates when choosing split variables (default: equal). With
+        ``"dirichlet"`` the weights are unknown with a sparsity-inducing Dirichlet prior (DART, Linero
+        2018; :class:`~pymc_treesamplers.DirichletSplitPrior` for other hyperparameters), updated by the
+        tree step each draw and reported as the stat ``<name>_split_weights`` (docs/sparsity.md).
     max_bins : int, default 256
         Columns with more distinct values are cut at quantiles into this many bins (``"data"``), or
         the number of equal-width bins over each column's range (``"range"``).

@@ -77,8 +77,12 @@ def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | 
 
     ``inclusion`` is the covariate's splits summed over trees and draws divided by all splits;
     ``chain_<c>`` the same within chain ``c``; ``sd_chains`` the standard deviation of the chains'
-    shares (how far chains disagree: the uncertainty a single chain hides). ``labels``, or the
-    columns of a DataFrame ``X``, name the covariates (else ``x0, x1, ...``).
+    shares (how far chains disagree: the uncertainty a single chain hides); ``pip`` the posterior
+    inclusion probability, the share of draws whose forest splits on the covariate at least once
+    (Linero 2018 selects the covariates with ``pip > 0.5``). With a Dirichlet prior on the split
+    weights (``split_prior="dirichlet"``) also ``weight``, their posterior mean, and ``weight_lo``,
+    ``weight_hi``, its 3% and 97% quantiles. ``labels``, or the columns of a DataFrame ``X``, name
+    the covariates (else ``x0, x1, ...``).
 
     >>> import arviz as az
     >>> counts = np.array([[[3, 1, 0], [1, 1, 0]], [[2, 2, 0], [2, 2, 0]]])
@@ -97,7 +101,13 @@ def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | 
     with np.errstate(invalid="ignore", divide="ignore"):
         chain_share = per_chain / per_chain.sum(axis=1, keepdims=True)
         overall = per_chain.sum(axis=0) / per_chain.sum()
-    out = pd.DataFrame({"inclusion": overall, "sd_chains": np.nanstd(chain_share, axis=0)}, index=labels)
+    out = pd.DataFrame({"inclusion": overall, "sd_chains": np.nanstd(chain_share, axis=0),
+                        "pip": (counts > 0).mean(axis=(0, 1))}, index=labels)
+    stats = idata["sample_stats"]
+    if f"{var_name}_split_weights" in stats:
+        w = np.asarray(stats[f"{var_name}_split_weights"].values.tolist(), dtype=float).reshape(-1, counts.shape[2])
+        out["weight"] = w.mean(axis=0)
+        out["weight_lo"], out["weight_hi"] = np.quantile(w, [0.03, 0.97], axis=0)
     for c in range(chain_share.shape[0]):
         out[f"chain_{c}"] = chain_share[c]
     return out.sort_values("inclusion", ascending=False, kind="stable")

@@ -62,7 +62,8 @@ def _band(values: np.ndarray, hdi_prob: float) -> np.ndarray:
 
 def plot_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | None = None, X=None,
                             ax=None, backend: str | None = None) -> Figure:
-    """Share of splits per covariate (most used first), with each chain's share as a dot.
+    """Share of splits per covariate (most used first), with each chain's share as a dot; with a
+    Dirichlet prior on the split weights also their posterior mean and 94% interval.
 
     >>> # pmt.plots.plot_variable_inclusion(idata, "mu", X=X_df).savefig("inclusion.png")
     """
@@ -74,8 +75,12 @@ def plot_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] |
     chains = [c for c in inc.columns if c.startswith("chain_")]
     for i, c in enumerate(chains):
         axis.plot(pos, inc[c], "o", color="k", ms=3, alpha=0.7, label="each chain" if i == 0 else None)
+    if "weight" in inc.columns:
+        w = inc["weight"].to_numpy()
+        axis.errorbar(pos + 0.25, w, yerr=[w - inc["weight_lo"].to_numpy(), inc["weight_hi"].to_numpy() - w],
+                      fmt="D", color="C1", ms=3, capsize=2, label="split weight (94%)")
     axis.set_xticks(pos, inc.index, rotation=45 if len(inc) > 6 else 0, ha="right" if len(inc) > 6 else "center")
-    axis.set_ylabel("share of splits")
+    axis.set_ylabel("share of splits" + (" / split weight" if "weight" in inc.columns else ""))
     axis.set_title(f"variable inclusion of {var_name}")
     axis.legend(frameon=False)
     return fig

@@ -17,7 +17,7 @@ OUT = ROOT / "build" / "docs-src"
 
 # public names by module, in the order a reader meets them
 API = {
-    "The BART variable": ["pymc_treesamplers.BART"],
+    "The BART variable": ["pymc_treesamplers.BART", "pymc_treesamplers.DirichletSplitPrior"],
     "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.ReshapeStep", "pymc_treesamplers.GrowPruneStep",
                    "pymc_treesamplers.PGBARTStep", "pymc_treesamplers.CTBirthDeathStep",
                    "pymc_treesamplers.NormalScaleGibbs"],

@@ -33,6 +33,7 @@ from ..kernels.families import POISSON_LOG, family_lik
 from ..kernels.graph import graph_lik, register_host
 from ..likelihood import FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
 from ..records import Pseudo, TreePrior, split_data
+from ..splitprior import kernel_weights, new_split_weights, update_split_weights
 from ..trace import encode_forest
 
 _log = logging.getLogger("pymc_treesamplers")
@@ -42,12 +43,13 @@ _log = logging.getLogger("pymc_treesamplers")
 class TreeStepState(StepMethodState):
     """Sampling state of a tree step: the forest of each output, their fits at the training rows
     (``(k, n)``), whether those are the variable's current value (False right after a chain starts),
-    and the tuning flag."""
+    the tuning flag, and the split weights when they have a Dirichlet prior (else None)."""
 
     forests: list
     f: np.ndarray
     synced: bool
     tune: bool
+    split_weights: Any = None
     var_name: str = field(metadata={"frozen": True})
 
 
@@ -102,6 +104,7 @@ class BaseTreeStep(ArrayStepShared):
         self.m = op.m
         self.n, self.p = X.shape
         self.data = split_data(binning.codes, op.split_weights(self.p))
+        self.sparse = op.sparse
         shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
         value = np.asarray(initial_point[value_var.name])
         self.k = 1 if value.ndim == 1 else value.shape[0]
@@ -118,6 +121,8 @@ class BaseTreeStep(ArrayStepShared):
             "split_counts": object,
             "forest": object,
             **self._extra_stats,
+            # the split weights and their concentration, when they have a Dirichlet prior
+            **({"split_weights": object, "split_concentration": np.float64} if self.sparse else {}),
             # share of tree proposals the likelihood correction accepted (non-Gaussian likelihoods)
             **({"mh_accept": np.float64} if corrected else {}),
         }
@@ -203,6 +208,17 @@ class BaseTreeStep(ArrayStepShared):
         self.synced = False
         self._changed = np.zeros((self.k, self.m), dtype=np.bool_)
         self._split_counts = np.zeros(self.p, dtype=np.int64)
+        self.split_weights = None if self.sparse is None else new_split_weights(self.sparse, self.p)
+        self._use_split_weights()
+
+    def _split_weight_stats(self) -> dict:
+        sw = self.split_weights
+        return {"split_weights": np.exp(sw.logs), "split_concentration": float(sw.conc[0])}
+
+    def _use_split_weights(self) -> None:
+        """Give the kernels the current split weights (a chain's start, a restored sampling state)."""
+        if self.split_weights is not None:
+            kernel_weights(self.split_weights.logs, self.data.wsplit, self.data.logw)
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         """Start a chain: take its generator, reset the forest to single-leaf trees."""
@@ -252,6 +268,8 @@ class BaseTreeStep(ArrayStepShared):
                 "edits of the point); to resume a chain, restore the step's sampling_state together with the point."
             )
         kernels = self._buffers()[2]
+        if self.split_weights is not None:
+            self._use_split_weights()  # cheap (p numbers); a restored state brings its own
         per_output, accepted = [], []
         depth = leaves = 0.0
         split_counts = np.zeros(self.p, dtype=np.int64)
@@ -272,6 +290,9 @@ class BaseTreeStep(ArrayStepShared):
             split_counts += self._split_counts
             per_output.append(self._sampler_stats())
         self.synced = True
+        if self.split_weights is not None:
+            update_split_weights(self.rng, self.split_weights, self.data, [fr.arrays() for fr in self.forests],
+                                 split_counts, self._buffers()[0].order)
         values = {
             "tree_depth": depth,
             "n_leaves": leaves,
@@ -281,6 +302,7 @@ class BaseTreeStep(ArrayStepShared):
             "forest": ",".join(encode_forest(forest, self.thr_table) for forest in self.forests),
             **{name: float(np.mean([s[name] for s in per_output])) for name in per_output[0]},
             **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
+            **(self._split_weight_stats() if self.split_weights is not None else {}),
         }
         stats = {"tune": self.tune, **{self._stat_names[k]: v for k, v in values.items()}}
         return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
