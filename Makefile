@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-smctree \
-	bench-smctree-quick bench-mixing bench-mixing-quick clean
+	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -82,6 +82,14 @@ bench-mixing: $(VENV)/.bench-installed
 
 bench-mixing-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.mixing --quick
+
+# the Dirichlet split prior (DART) vs uniform weights, pymc-bart and stochtree on Friedman #1 with 10, 100 and
+# 1000 covariates (issue 16)
+bench-sparsity: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.sparsity
+
+bench-sparsity-quick: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.sparsity --quick
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed

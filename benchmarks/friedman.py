@@ -33,7 +33,7 @@ import numpy as np
 
 from benchmarks import harness
 from benchmarks.harness import fmt
-from benchmarks.metrics import bulk_ess, rank_rhat
+from benchmarks.metrics import bulk_ess, rank_rhat, split_summary
 
 MODULE = "benchmarks.friedman"
 ALL_SAMPLERS = ["growprune", "cgm", "reshape", "pg", "ct-h0.25", "ct-h0.5", "ct-h1", "ct-h2", "pymc-bart", "stochtree"]
@@ -137,7 +137,8 @@ def _fit_pymc(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarray]:
         import pymc_treesamplers as pkg
     t0 = time.perf_counter()
     with pm.Model():
-        mu = pkg.BART("mu", X, y, m=spec["m"])
+        mu = pkg.BART("mu", X, y, m=spec["m"], **({"split_prior": spec["split_prior"]} if spec.get("split_prior")
+                                                 else {}))
         # same sigma prior for all PyMC arms; pm.sample assigns NUTS to sigma
         sigma = pm.HalfNormal("sigma", float(y.std()))
         pm.Normal("y", mu, sigma, observed=y)
@@ -166,6 +167,14 @@ def _fit_pymc(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarray]:
     else:
         f_test = np.asarray(pkg.predict(idata, X_test, "mu"))
     predict_s = time.perf_counter() - t1
+    if spec.get("relevant"):  # variable selection: per-draw split counts
+        if sampler == "pymc-bart":
+            from pymc_bart.utils import _decode_vi
+
+            counts = [_decode_vi(v, X.shape[1]) for v in idata.sample_stats["variable_inclusion"].values.ravel()]
+        else:
+            counts = idata.sample_stats["mu_split_counts"].values.tolist()
+        extra.update(split_summary(np.array(counts, dtype=float).reshape(-1, X.shape[1]), spec["relevant"]))
     if "time" in idata.sample_stats:  # per-step wall time, recorded by pymc-bart's step
         extra["step_time_ms_median"] = float(np.median(idata.sample_stats["time"].values) * 1e3)
         extra["step_time_ms_mean"] = float(np.mean(idata.sample_stats["time"].values) * 1e3)
@@ -204,7 +213,13 @@ def _fit_stochtree(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarr
     # num_chains > 1: samples of all chains are stored consecutively (chain 1 first)
     f_test = pred.reshape(X_test.shape[0], chains, draws).transpose(1, 2, 0)
     sigma = np.sqrt(np.asarray(model.global_var_samples)).reshape(chains, draws)
+    extra = {}
+    if spec.get("relevant"):
+        fc = model.forest_container_mean
+        counts = [fc.get_forest_split_counts(d, X.shape[1]) for d in range(fc.num_samples())]
+        extra = split_summary(np.array(counts), spec["relevant"])
     info = {
+        **extra,
         "wall_s": wall,
         "sampling_s": wall,
         "predict_s": predict_s,

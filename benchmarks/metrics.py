@@ -7,7 +7,7 @@ import numpy as np
 
 from pymc_treesamplers.diagnostics import bulk_ess, rank_rhat
 
-__all__ = ["bulk_ess", "coda_ess", "gaussian_loglik", "rank_rhat", "single_chain_bulk_ess"]
+__all__ = ["bulk_ess", "coda_ess", "gaussian_loglik", "rank_rhat", "single_chain_bulk_ess", "split_summary"]
 
 
 def single_chain_bulk_ess(x: np.ndarray) -> float:
@@ -61,3 +61,18 @@ def gaussian_loglik(y: np.ndarray, mu: np.ndarray, sigma: np.ndarray) -> np.ndar
     r = np.asarray(y, dtype=float) - mu
     n = r.shape[-1]
     return -0.5 * np.sum(r**2, axis=-1) / sigma**2 - n * np.log(sigma) - 0.5 * n * np.log(2 * np.pi)
+
+
+def split_summary(counts: np.ndarray, relevant: int) -> dict:
+    """Variable selection from per-draw split counts ``(draws, p)`` when the first ``relevant`` covariates
+    are the ones the response depends on: their share of all splits, and posterior inclusion
+    probabilities (share of draws whose forest splits on the covariate at least once)."""
+    counts = np.asarray(counts, dtype=float)
+    counts = counts.reshape(-1, counts.shape[-1])
+    pip = (counts > 0).mean(axis=0)
+    noise = pip[relevant:]
+    return {"split_share_relevant": float(counts[:, :relevant].sum() / max(counts.sum(), 1.0)),
+            "pip_relevant_min": float(pip[:relevant].min()),
+            "pip_noise_mean": float(noise.mean()) if noise.size else None,
+            "pip_noise_max": float(noise.max()) if noise.size else None,
+            "n_noise_selected": int((noise > 0.5).sum())}

@@ -21,6 +21,8 @@ REPORTS = [
     "likelihood-cost",
     "mixing",
     "persistence",
+    "sparsity-benchmark",
+    "sparsity-benchmark-quick",
     "pg-california",
     "pg-california-quick",
     "pg-hypercube",
