@@ -18,7 +18,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-from .binning import SPLIT_POINTS, bin_columns, numeric_array
+from .binning import SPLIT_POINTS, numeric_array, split_columns
 from .prior import sample_prior_tree
 from .splitprior import DirichletSplitPrior, prior_split_weights
 
@@ -96,15 +96,16 @@ class BARTRV(RandomVariable):
             )
         # PyTensor broadcasts X and Y to the batch (output) shape: every output has the same X
         X = X.reshape(-1, *X.shape[-2:])
-        if not (X == X[:1]).all():
+        if not all(np.array_equal(x, X[0], equal_nan=True) for x in X[1:]):
             raise ValueError("BART prior draws need the same X for every output")
         X = X[0]
         outputs = 1 if size is None or len(size) == 0 else int(np.prod(size))
         if size is not None and len(size) > 1:
             raise ValueError(f"BART has at most one output dimension before the rows, got size {tuple(size)}")
-        codes = bin_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points).codes
-        wsplit = (self.split_weights(codes.shape[0]) if self.sparse is None
-                  else prior_split_weights(self.sparse, codes.shape[0], rng))
+        columns = split_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points)
+        codes, p = columns.codes, X.shape[1]
+        wsplit = columns.column_weights(self.split_weights(p) if self.sparse is None
+                                        else prior_split_weights(self.sparse, p, rng))
         out = np.zeros((outputs, X.shape[0]))
         for row in out:
             for _ in range(self.m):
@@ -190,10 +191,11 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         raise ValueError(f"X has {Xa.shape[0]} rows but Y has {Ya.shape[0]}: they must match")
     if Xa.shape[0] < 1 or Xa.shape[1] < 1:
         raise ValueError(f"X must have at least one row and one column, got shape {Xa.shape}")
-    if np.isnan(Xa).any():
-        raise ValueError("X contains NaN: missing values are not supported yet; impute or drop those rows")
-    if not np.isfinite(Xa).all():
-        raise ValueError("X contains inf: every covariate value must be finite")
+    if np.isinf(Xa).any():
+        raise ValueError("X contains inf: every covariate value must be finite (or NaN for a missing value)")
+    if (empty := np.flatnonzero(np.isnan(Xa).all(axis=0))).size:
+        names = _column_names(X, empty)
+        raise ValueError(f"X column(s) {names} are entirely missing (NaN): drop them, they cannot inform a split")
     if not np.isfinite(Ya).all():
         raise ValueError("Y contains NaN or inf: every response value must be finite")
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
@@ -248,6 +250,12 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     return Xa, Ya, kw
 
 
+def _column_names(X, idx) -> list:
+    """Names of the columns ``idx`` of X: a DataFrame's labels, else the indices."""
+    cols = getattr(X, "columns", None)
+    return [str(cols[i]) for i in idx] if cols is not None else [int(i) for i in idx]
+
+
 def _pymc_bart_keywords(response, split_rules, X) -> None:
     """Accept pymc-bart's ``response`` and ``split_rules`` where they mean what this package does
     (constant leaves, splits ``x <= c`` on a number), refuse the rest with our equivalent."""
@@ -282,7 +290,8 @@ class BART(Distribution):
     Parameters
     ----------
     X : (n, p) ndarray, DataFrame or pm.Data
-        Covariates (numeric; no NaN or inf).
+        Covariates (numeric, no inf). NaN marks a missing value: every split on that column then also
+        says whether the missing rows go left or right (docs/missing.md).
     Y : (n,) array
         Response, used only for the prior defaults of the leaves.
     m : int, default 200

@@ -14,6 +14,13 @@ Two codings (``split_points``):
 Either way a column is described by increasing ``thresholds`` and
 ``code(x) = #{t in thresholds : t < x}``, so the split ``code <= c`` is the same as
 ``x <= thresholds[c]``: prediction on new data needs only the thresholds.
+
+Missing values (NaN, docs/missing.md): a column with missing values becomes two *split columns*, ``x``
+and ``-x``, each with the missing rows on one extra code above all others (the last threshold is the
+largest float, so ``x <= threshold`` is false for NaN and true for every number). A split on the first
+sends the missing rows right with the larger values, on the second (``-x <= t``, i.e. ``x >= -t``)
+right with the smaller ones: each rule says where missing values go, and the tree prior chooses the
+direction with probability 1/2 (each split column has half the column's weight).
 """
 
 from dataclasses import dataclass
@@ -71,6 +78,60 @@ def numeric_array(x, what: str) -> np.ndarray:
 
 
 SPLIT_POINTS = ("data", "range")
+MISSING_THRESHOLD = float(np.finfo(np.float64).max)  # the cut between every number and NaN
+
+
+@dataclass(frozen=True)
+class SplitColumns(Binning):
+    """The split columns of a covariate matrix that may hold NaN: :class:`Binning` of ``x`` for every column,
+    then of ``-x`` for each column with missing values. ``source[v]`` is the covariate of split column
+    ``v``; ``negated[v]`` whether it is ``-x``. A forest stores a split on split column ``v`` as covariate
+    ``source[v] + p * negated[v]`` (:meth:`trace_var`), which prediction reads on ``[X, -X]``.
+
+    >>> sc = split_columns(np.array([[1.0], [np.nan], [3.0]]))
+    >>> sc.codes.tolist(), sc.source.tolist(), sc.negated.tolist(), sc.trace_var.tolist()
+    ([[0, 2, 1], [1, 2, 0]], [0, 0], [False, True], [0, 1])
+    """
+
+    source: np.ndarray = None
+    negated: np.ndarray = None
+
+    @property
+    def trace_var(self) -> np.ndarray:
+        p = int(self.source.max()) + 1 if self.source.size else 0
+        return (self.source + p * self.negated).astype(np.int32)
+
+    def column_weights(self, weights: np.ndarray) -> np.ndarray:
+        """Split-column weights from one weight per covariate: a covariate with missing values gives
+        half to each of its two split columns."""
+        halves = np.bincount(self.source, minlength=len(weights))
+        return np.asarray(weights, dtype=float)[self.source] / halves[self.source]
+
+
+def split_columns(X: np.ndarray, max_bins: int = 256, split_points: str = "data") -> SplitColumns:
+    """:func:`bin_columns` for a matrix whose columns may hold NaN (none entirely): the split columns of
+    :class:`SplitColumns`. Without NaN it is ``bin_columns`` with ``source = 0..p-1``."""
+    n, p = X.shape
+    missing = np.isnan(X)
+    with_nan = np.flatnonzero(missing.any(axis=0))
+    if with_nan.size and max_bins > 65535:
+        raise ValueError(f"max_bins must be at most 65535 when X has missing values, got {max_bins}")
+    codes = np.empty((p + with_nan.size, n), dtype=np.uint16)
+    thresholds = []
+    for v, col in enumerate([X[:, j] for j in range(p)] + [-X[:, j] for j in with_nan]):
+        gone = np.isnan(col)
+        if not gone.any():
+            b = bin_columns(col[:, None], max_bins, split_points)
+            codes[v], thr = b.codes[0], b.thresholds[0]
+        else:
+            b = bin_columns(col[~gone][:, None], max_bins, split_points)
+            codes[v, ~gone] = b.codes[0]
+            thr = np.append(b.thresholds[0], MISSING_THRESHOLD)
+            codes[v, gone] = len(thr)
+        thresholds.append(thr)
+    source = np.concatenate([np.arange(p), with_nan]).astype(np.int64)
+    negated = np.concatenate([np.zeros(p, bool), np.ones(with_nan.size, bool)])
+    return SplitColumns(codes, tuple(thresholds), source, negated)
 
 
 def bin_columns(X: np.ndarray, max_bins: int = 256, split_points: str = "data") -> Binning:

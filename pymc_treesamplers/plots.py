@@ -147,6 +147,7 @@ def plot_tree_size(idata, var_name: str = "mu", ax=None, backend: str | None = N
 
 
 def _grid(column: np.ndarray, grid_points: int) -> np.ndarray:
+    column = column[~np.isnan(column)]  # a partial dependence over the values present
     values = np.unique(column)
     if values.size <= grid_points:
         return values

@@ -80,23 +80,29 @@ class DirichletSplitPrior:
 
 class SplitWeights(NamedTuple):
     """State of the split weights: exact ``logs`` of ``s`` (p,), log-sum-exp 0; the concentration
-    ``conc`` (1,); ``hyper`` = ``(a, b, rho)``."""
+    ``conc`` (1,); ``hyper`` = ``(a, b, rho)``; per split column (the kernels' columns: a covariate with
+    missing values has two, docs/missing.md) its covariate ``group`` and its ``share`` of that weight."""
 
     logs: np.ndarray
     conc: np.ndarray
     hyper: np.ndarray
+    group: np.ndarray
+    share: np.ndarray
 
 
-def new_split_weights(spec: DirichletSplitPrior, p: int) -> SplitWeights:
+def new_split_weights(spec: DirichletSplitPrior, p: int, group=None, share=None) -> SplitWeights:
     """Start of a chain: equal weights and ``alpha`` at the hyperprior's mean of ``alpha / (alpha + rho)``.
+    ``group``, ``share``: the split columns' covariates and shares (default: one split column each).
 
     >>> sw = new_split_weights(DirichletSplitPrior(), 4)
     >>> np.exp(sw.logs).tolist(), float(sw.conc[0])
     ([0.25, 0.25, 0.25, 0.25], 2.0)
     """
     rho = spec.rho_for(p)
+    group = np.arange(p, dtype=np.int64) if group is None else np.asarray(group, dtype=np.int64)
+    share = np.ones(len(group)) if share is None else np.asarray(share, dtype=float)
     return SplitWeights(np.full(p, -math.log(p)), np.array([rho * spec.a / spec.b]),
-                        np.array([spec.a, spec.b, rho]))
+                        np.array([spec.a, spec.b, rho]), group, share)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -124,12 +130,12 @@ def draw_log_dirichlet(rng, shape, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def kernel_weights(logs, wsplit, logw):
-    """The weights as the kernels use them: relative to the largest, floored at ``TINY``; returns the
-    log of the factor that turns them back into probabilities."""
+def kernel_weights(logs, group, share, wsplit, logw):
+    """The split columns' weights as the kernels use them: ``s[group] * share`` relative to the largest
+    ``s``, floored at ``TINY``; returns the log of the factor that turns them back into probabilities."""
     top = logs.max()
-    for v in range(logs.shape[0]):
-        w = max(math.exp(logs[v] - top), TINY)
+    for v in range(group.shape[0]):
+        w = max(math.exp(logs[group[v]] - top) * share[v], TINY)
         wsplit[v] = w
         logw[v] = math.log(w)
     return top
@@ -214,7 +220,7 @@ def update_split_weights(rng: np.random.Generator, sw: SplitWeights, data, fores
                          order: np.ndarray) -> bool:
     """One exact update of the split weights and then of the concentration, given the trees of
     ``forests`` (:class:`~pymc_treesamplers.records.ForestArrays`, all outputs of one BART) whose split
-    counts per covariate are ``counts``. Writes the accepted weights into ``data`` and refreshes the
+    counts per split column are ``counts``. Writes the accepted weights into ``data`` and refreshes the
     nodes' cached rule probabilities; returns whether the proposed weights were accepted.
 
     >>> from pymc_treesamplers.forest import Forest, init_roots
@@ -226,12 +232,12 @@ def update_split_weights(rng: np.random.Generator, sw: SplitWeights, data, fores
     ...                      np.empty(8, np.int64))
     True
     """
-    p = sw.logs.shape[0]
+    p, q = sw.logs.shape[0], sw.group.shape[0]
     proposal = np.empty(p)
-    draw_log_dirichlet(rng, sw.conc[0] / p + counts, proposal)
-    w_old, w_new = np.empty(p), np.empty(p)
-    top_old = kernel_weights(sw.logs, w_old, np.empty(p))
-    top_new = kernel_weights(proposal, w_new, np.empty(p))
+    draw_log_dirichlet(rng, sw.conc[0] / p + np.bincount(sw.group, counts, minlength=p), proposal)
+    w_old, w_new = np.empty(q), np.empty(q)
+    top_old = kernel_weights(sw.logs, sw.group, sw.share, w_old, np.empty(q))
+    top_new = kernel_weights(proposal, sw.group, sw.share, w_new, np.empty(q))
     log_ratio = 0.0
     for forest in forests:
         la, lb = log_norms(forest, data.codes, w_old, top_old, w_new, top_new)
@@ -239,7 +245,7 @@ def update_split_weights(rng: np.random.Generator, sw: SplitWeights, data, fores
     accepted = bool(math.log(1.0 - rng.random()) < log_ratio)
     if accepted:
         sw.logs[:] = proposal
-        kernel_weights(sw.logs, data.wsplit, data.logw)
+        kernel_weights(sw.logs, sw.group, sw.share, data.wsplit, data.logw)
         for forest in forests:
             refresh_forest_prior(forest, data, order)
     update_concentration(rng, sw)
@@ -259,5 +265,5 @@ def prior_split_weights(spec: DirichletSplitPrior, p: int, rng: np.random.Genera
     logs = np.empty(p)
     draw_log_dirichlet(rng, np.full(p, max(alpha, 1e-300) / p), logs)
     w = np.empty(p)
-    kernel_weights(logs, w, np.empty(p))
+    kernel_weights(logs, np.arange(p), np.ones(p), w, np.empty(p))
     return w

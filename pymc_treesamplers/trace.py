@@ -1,14 +1,17 @@
 """Per-draw forest encoding, decoding and draw-matched prediction from the trace alone.
 
-A draw's forest is one ASCII string (base64 of a little-endian blob, format 2). The blob holds a
-16-byte header ``[magic, version, m, p]`` (int32; magic is the bytes ``PMTF``, version 2), the node
+A draw's forest is one ASCII string (base64 of a little-endian blob, format 3). The blob holds a
+16-byte header ``[magic, version, m, p]`` (int32; magic is the bytes ``PMTF``, version 3), the node
 count of each tree (int32), zero padding to a multiple of 8, then every node of every tree in
 preorder: first all values (float64: the split threshold on the original scale of X, or the leaf
 value), then all split variables (int32, ``-1`` for a leaf), then zero padding to a multiple of 24
 bytes. So a tree with L leaves costs ``4 + 12 (2L - 1)`` bytes, x 4/3 in base64, plus at most 40
 bytes per draw (header and padding). Thresholds make prediction independent of the training
-binning: ``code <= c`` on training data is ``x <= thresholds[c]``. Format 1 (no header marker,
-int16 split variables, so a split on column 32,768 or beyond read back as a leaf) is refused.
+binning: ``code <= c`` on training data is ``x <= thresholds[c]``. A split variable ``v`` in ``[p, 2p)``
+is a split on ``-x`` of covariate ``v - p``, the second split column of a covariate with missing values
+(binning.py): prediction reads the trees on ``[X, -X]``, where NaN goes right at every split
+(``NaN <= t`` is false). Format 2 (the same without ``-x`` splits) is read too; format 1 (no header
+marker, int16 split variables, so a split on column 32,768 or beyond read back as a leaf) is refused.
 
 Why the padding: every blob starts 8-byte aligned and encodes to base64 without ``=``, so the
 strings of all draws concatenate into one valid base64 text; decoding a whole trace is one
@@ -18,8 +21,8 @@ Decoding is a trust boundary (a saved InferenceData may be corrupted or crafted)
 checked in one compiled pass over the raw bytes before any kernel walks it: the header (marker,
 version, ``m >= 1``, ``p >= 1``, the same ``p`` in every draw), node counts ``>= 1``, the blob size
 equal to the one the counts imply, zero padding, each tree's preorder variables forming one full
-binary tree of exactly its node count, split variables in ``[0, p)`` (``-1`` marks a leaf, nothing
-else is negative), and every value finite: thresholds and leaf values alike (the samplers never
+binary tree of exactly its node count, split variables in ``[0, 2p)`` (format 2: ``[0, p)``; ``-1``
+marks a leaf, nothing else is negative), and every value finite: thresholds and leaf values alike (the samplers never
 produce a non-finite leaf, so one means corruption). A blob that fails is a
 :class:`ForestFormatError` (a ``ValueError``) naming the draw, never a crash.
 """
@@ -38,7 +41,8 @@ from .tree import subtree_nodes
 _ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
 _MAGIC_BYTES = b"PMTF"
 _MAGIC = int(np.frombuffer(_MAGIC_BYTES, dtype="<i4")[0])
-_VERSION = 2
+_VERSION = 3
+_OLDEST = 2  # format 2: no splits on -x
 _HEADER = 16  # magic, version, m, p
 _NODE_BYTES = 12  # float64 value + int32 variable
 
@@ -79,8 +83,12 @@ def _preorder(ints, floats, n_nodes, thr_table, counts, var_out, val_out):
             pos += 1
 
 
-def encode_forest(forest, thr_table: np.ndarray) -> str:
+def encode_forest(forest, thr_table: np.ndarray, trace_var: np.ndarray | None = None, p: int | None = None) -> str:
     """Encode a :class:`~pymc_treesamplers.forest.Forest` as a compact ASCII string.
+
+    ``thr_table``: thresholds per split column of the kernels; ``trace_var``: the variable each split
+    column is stored as (``SplitColumns.trace_var``, default: itself), ``p``: the number of covariates
+    (default: the number of split columns).
 
     >>> from pymc_treesamplers.forest import Forest
     >>> text = encode_forest(Forest.empty(3, 5, 0.25), np.zeros((2, 1)))
@@ -95,7 +103,9 @@ def encode_forest(forest, thr_table: np.ndarray) -> str:
     var = np.empty(total, dtype=np.int32)
     val = np.empty(total)
     _preorder(forest.ints, forest.floats, forest.n_nodes, thr_table, counts, var, val)
-    return encode_preorder(counts, var, val, thr_table.shape[0])
+    if trace_var is not None:
+        var[var >= 0] = np.asarray(trace_var, dtype=np.int32)[var[var >= 0]]
+    return encode_preorder(counts, var, val, thr_table.shape[0] if p is None else p)
 
 
 def encode_preorder(counts, var, val, p: int) -> str:
@@ -156,8 +166,9 @@ def _check_blob(raw, b, size, detail):
     w = b // 4
     if i32[w] != _MAGIC:
         return _E_MAGIC
-    if i32[w + 1] != _VERSION:
-        detail[0] = i32[w + 1]
+    version = i32[w + 1]
+    if version < _OLDEST or version > _VERSION:
+        detail[0] = version
         return _E_VERSION
     m = np.int64(i32[w + 2])
     p = i32[w + 3]
@@ -211,7 +222,7 @@ def _check_blob(raw, b, size, detail):
                 detail[2] = end - first
                 return _E_EARLY
             v = i32[k0 + k]
-            if v >= p or v < -1:
+            if v >= (2 * p if version == 3 else p) or v < -1:
                 detail[0] = j
                 detail[1] = k - first
                 detail[2] = v
@@ -265,7 +276,7 @@ def _explain(code: int, detail: np.ndarray, blob: np.ndarray) -> str:
     if code == _E_VERSION:
         age = "a newer" if d0 > _VERSION else "an older"
         return (f"not a pymc_treesamplers forest encoding this version reads: format {d0} (written by {age} "
-                f"version of pymc_treesamplers), this version reads format {_VERSION}")
+                f"version of pymc_treesamplers), this version reads formats {_OLDEST} to {_VERSION}")
     if code == _E_M and d0 >= 1:
         reason = f"the header says m = {d0} trees, whose node counts alone overflow a blob of {d1} bytes"
     elif code == _E_VALUE:
@@ -284,7 +295,7 @@ _DEFECTS = {
     _E_FIT: "tree {0} brings the node count to {1}, more than a blob of {2} bytes holds",
     _E_SIZE: "the node counts add up to {0} nodes, a blob of {1} bytes, but it has {2}",
     _E_PAD: "non-zero padding byte at offset {0}",
-    _E_VAR: "tree {0} node {1} has split variable {2}, outside [0, p) (and not -1, a leaf)",
+    _E_VAR: "tree {0} node {1} has split variable {2}, outside [0, 2p) ([0, p) in format 2; -1 is a leaf)",
     _E_EARLY: "tree {0} is a complete binary tree after {1} of its {2} nodes (nodes beyond the tree)",
     _E_OPEN: "tree {0} ends inside a split: a split lacks a subtree within its {1} nodes",
 }
@@ -524,7 +535,7 @@ def _predict_trace_marginal(raw, firsts, X_train, excluded, X, out):
 
 
 def check_new_X(X_new, p: int | None) -> np.ndarray:
-    """Validate covariates for prediction: numeric, 2-D, right number of columns, finite."""
+    """Validate covariates for prediction: numeric, 2-D, right number of columns, no inf (NaN: missing)."""
     X = numeric_array(X_new, "X_new")
     if X.ndim == 1:
         X = X[:, None]
@@ -532,11 +543,14 @@ def check_new_X(X_new, p: int | None) -> np.ndarray:
         raise ValueError(f"X_new must be a 2-D matrix, got {X.ndim} dimensions")
     if p is not None and X.shape[1] != p:
         raise ValueError(f"X_new has {X.shape[1]} columns but the model was fit with {p}")
-    if np.isnan(X).any():
-        raise ValueError("X_new contains NaN: missing values are not supported yet")
-    if not np.isfinite(X).all():
-        raise ValueError("X_new contains inf: every covariate value must be finite")
+    if np.isinf(X).any():
+        raise ValueError("X_new contains inf: every covariate value must be finite (or NaN for a missing value)")
     return np.ascontiguousarray(X)
+
+
+def _with_negated(X: np.ndarray) -> np.ndarray:
+    """``[X, -X]``: the columns the stored split variables index (``v >= p``: a split on ``-x``)."""
+    return np.ascontiguousarray(np.hstack([X, -X]))
 
 
 def _split_outputs(enc: np.ndarray) -> tuple[list, int]:
@@ -609,16 +623,17 @@ def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, d
         first = np.ascontiguousarray(starts[:-1])
     out = np.empty((first.shape[0], X.shape[0]))
     if exclude is None or len(exclude) == 0:
-        _predict_trace(raw, first, X, out)
+        _predict_trace(raw, first, _with_negated(X), out)
     else:
-        mask = np.zeros(p, dtype=np.bool_)
+        mask = np.zeros(2 * p, dtype=np.bool_)
         exclude = np.asarray(exclude, dtype=np.int64)
         if exclude.min() < 0 or exclude.max() >= p:
             raise ValueError(f"exclude must hold covariate indices in [0, {p})")
         mask[exclude] = True
+        mask[exclude + p] = True
         if X_train is None:
             raise ValueError("exclude needs X_train, the training covariates (to weigh both sides of a split)")
-        _predict_trace_marginal(raw, first, check_new_X(X_train, p), mask, X, out)
+        _predict_trace_marginal(raw, first, _with_negated(check_new_X(X_train, p)), mask, _with_negated(X), out)
     post = idata["posterior"] if "posterior" in idata.children else None
     several = k > 1 or (post is not None and var_name in post and post[var_name].ndim == 4)
     return out.reshape(*lead, k, X.shape[0]) if several else out.reshape(*lead, X.shape[0])

@@ -48,7 +48,7 @@ def test_pm_data_covariates():
     [
         (dict(Y=np.r_[Y[:-1], np.nan]), ValueError, "Y contains NaN or inf"),
         (dict(X=np.r_[X[:-1], [[np.inf, 0, 0]]]), ValueError, "X contains inf"),
-        (dict(X=np.r_[X[:-1], [[np.nan, 0, 0]]]), ValueError, "X contains NaN"),
+        (dict(X=np.c_[X[:, :2], np.full(len(X), np.nan)]), ValueError, r"X column\(s\) \[2\] are entirely missing"),
         (dict(X=X[:30]), ValueError, "rows"),
         (dict(m=0), ValueError, "m \\(number of trees\\)"),
         (dict(m=2.5), ValueError, "m \\(number of trees\\)"),

@@ -32,11 +32,20 @@ def test_the_informative_covariate_has_the_largest_inclusion():
     assert inclusion.sum() == pytest.approx(1.0)
 
 
-def test_missing_values_are_refused_until_supported():
-    X = np.random.default_rng(1).normal(size=(50, 2))
+def test_missing_values_fit_and_predict():
+    """pymc-bart takes NaN in X; here too (PyMC's pm.Data refuses NaN, so X is an array and new rows go
+    through pmt.predict)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 2))
+    Y = X[:, 0] + rng.normal(0, 0.1, size=50)
     X[10:20, 0] = np.nan
-    with pm.Model(), pytest.raises(ValueError, match="NaN"):
-        pmt.BART("mu", X, np.zeros(50), m=10)
+    with pm.Model():
+        mu = pmt.BART("mu", X, Y, m=10)
+        pm.Normal("y", mu, 0.5, observed=Y, shape=mu.shape)
+        idata = pm.sample(**RUN)
+    new = rng.normal(size=(7, 2))
+    new[:3, 1] = np.nan
+    assert np.isfinite(pmt.predict(idata, new, "mu")).all()
 
 
 def test_pm_data_covariates_and_new_rows():

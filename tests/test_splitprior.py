@@ -102,7 +102,7 @@ def dart_chain(step_cls, options, n_draws, thin, seed, spec=SPEC):
     p, n = codes.shape
     data = split_data(codes, np.ones(p))
     sw = new_split_weights(spec, p)
-    kernel_weights(sw.logs, data.wsplit, data.logw)
+    kernel_weights(sw.logs, sw.group, sw.share, data.wsplit, data.logw)
     prior = TreePrior(ALPHA, BETA, 0.0, 1.0)
     forest = Forest.empty(1, n, 0.0, cap=4 * n)
     fa = forest.arrays()

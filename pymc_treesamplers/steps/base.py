@@ -26,7 +26,7 @@ from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 
 from ..bart import BARTRV, as_data_array, bart_covariates
-from ..binning import bin_columns
+from ..binning import split_columns
 from ..forest import Forest, forest_sum, forest_summary, init_roots
 from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
 from ..kernels.families import POISSON_LOG, family_lik
@@ -98,12 +98,13 @@ class BaseTreeStep(ArrayStepShared):
             initial_point = model.initial_point()
         op: BARTRV = rv.owner.op
         X = as_data_array(bart_covariates(rv), "X")
-        binning = bin_columns(X, op.max_bins, op.split_points)
+        # the kernels' columns: a covariate with missing values splits as x and as -x (binning.py)
+        self.columns = split_columns(X, op.max_bins, op.split_points)
         self.var_name = rv.name
-        self.thr_table = binning.threshold_table()
+        self.thr_table = self.columns.threshold_table()
         self.m = op.m
         self.n, self.p = X.shape
-        self.data = split_data(binning.codes, op.split_weights(self.p))
+        self.data = split_data(self.columns.codes, self.columns.column_weights(op.split_weights(self.p)))
         self.sparse = op.sparse
         shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
         value = np.asarray(initial_point[value_var.name])
@@ -207,8 +208,9 @@ class BaseTreeStep(ArrayStepShared):
             self.forests.append(forest)
         self.synced = False
         self._changed = np.zeros((self.k, self.m), dtype=np.bool_)
-        self._split_counts = np.zeros(self.p, dtype=np.int64)
-        self.split_weights = None if self.sparse is None else new_split_weights(self.sparse, self.p)
+        self._split_counts = np.zeros(self.data.codes.shape[0], dtype=np.int64)
+        self.split_weights = None if self.sparse is None else new_split_weights(
+            self.sparse, self.p, self.columns.source, self.columns.column_weights(np.ones(self.p)))
         self._use_split_weights()
 
     def _split_weight_stats(self) -> dict:
@@ -218,7 +220,8 @@ class BaseTreeStep(ArrayStepShared):
     def _use_split_weights(self) -> None:
         """Give the kernels the current split weights (a chain's start, a restored sampling state)."""
         if self.split_weights is not None:
-            kernel_weights(self.split_weights.logs, self.data.wsplit, self.data.logw)
+            sw = self.split_weights
+            kernel_weights(sw.logs, sw.group, sw.share, self.data.wsplit, self.data.logw)
 
     def setup_chain(self, rng, tune: int, draws: int) -> None:
         """Start a chain: take its generator, reset the forest to single-leaf trees."""
@@ -272,7 +275,7 @@ class BaseTreeStep(ArrayStepShared):
             self._use_split_weights()  # cheap (p numbers); a restored state brings its own
         per_output, accepted = [], []
         depth = leaves = 0.0
-        split_counts = np.zeros(self.p, dtype=np.int64)
+        split_counts = np.zeros(self.data.codes.shape[0], dtype=np.int64)
         for i, (out, f) in enumerate(zip(self.outputs, self.f, strict=True)):
             if out.view is not None:
                 out.view.set_others(self.f)
@@ -297,9 +300,11 @@ class BaseTreeStep(ArrayStepShared):
             "tree_depth": depth,
             "n_leaves": leaves,
             "accept": float(self._changed.mean()),
-            "split_counts": split_counts,
+            # per covariate (a covariate's two split columns, with missing values, count together)
+            "split_counts": np.bincount(self.columns.source, split_counts, minlength=self.p).astype(np.int64),
             # one encoded forest per output, comma-separated (not in the base64 alphabet)
-            "forest": ",".join(encode_forest(forest, self.thr_table) for forest in self.forests),
+            "forest": ",".join(encode_forest(forest, self.thr_table, self.columns.trace_var, self.p)
+                               for forest in self.forests),
             **{name: float(np.mean([s[name] for s in per_output])) for name in per_output[0]},
             **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
             **(self._split_weight_stats() if self.split_weights is not None else {}),
