@@ -18,7 +18,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-from .binning import SPLIT_POINTS, numeric_array, split_columns
+from .binning import SPLIT_POINTS, covariate_matrix, numeric_array, split_columns
 from .prior import sample_prior_tree
 from .splitprior import DirichletSplitPrior, prior_split_weights
 
@@ -34,11 +34,12 @@ class BARTRV(RandomVariable):
     _print_name = ("BART", "\\operatorname{BART}")
     __props__ = (
         *RandomVariable.__props__,
-        *("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf"),
+        *("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
+          "categorical"),
     )
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
-                 split_points="data", k=2.0, auto_leaf=(False, False), **kwargs):
+                 split_points="data", k=2.0, auto_leaf=(False, False), categorical=(), **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -54,6 +55,8 @@ class BARTRV(RandomVariable):
         # replaces those by defaults on the link scale (leaf_prior)
         self.k = float(k)
         self.auto_leaf = (bool(auto_leaf[0]), bool(auto_leaf[1]))
+        # the columns of X holding unordered categories (label codes, binning.covariate_matrix)
+        self.categorical = tuple(int(j) for j in categorical)
         super().__init__(**kwargs)
 
     def leaf_prior(self, constant_fit: float | None = None) -> tuple[float, float]:
@@ -102,7 +105,7 @@ class BARTRV(RandomVariable):
         outputs = 1 if size is None or len(size) == 0 else int(np.prod(size))
         if size is not None and len(size) > 1:
             raise ValueError(f"BART has at most one output dimension before the rows, got size {tuple(size)}")
-        columns = split_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points)
+        columns = split_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points, self.categorical)
         codes, p = columns.codes, X.shape[1]
         wsplit = columns.column_weights(self.split_weights(p) if self.sparse is None
                                         else prior_split_weights(self.sparse, p, rng))
@@ -179,7 +182,10 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     opts = _OPTIONS | options
     m, alpha, beta, k, mu0, sigma_mu = (opts[name] for name in ("m", "alpha", "beta", "k", "mu0", "sigma_mu"))
     split_prior, max_bins, split_points = opts["split_prior"], opts["max_bins"], opts["split_points"]
-    Xa = as_data_array(X, "X")
+    if isinstance(X, (TensorSharedVariable, TensorConstant)) or not hasattr(X, "dtypes"):
+        Xa, categorical = as_data_array(X, "X"), ()
+    else:  # a DataFrame: categorical and string columns get category codes
+        Xa, categorical = covariate_matrix(X, "X")
     Ya = as_data_array(Y, "Y")
     if Xa.ndim == 1:
         Xa = Xa[:, None]
@@ -196,6 +202,9 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     if (empty := np.flatnonzero(np.isnan(Xa).all(axis=0))).size:
         names = _column_names(X, empty)
         raise ValueError(f"X column(s) {names} are entirely missing (NaN): drop them, they cannot inform a split")
+    if (single := [j for j in categorical if np.unique(Xa[:, j]).size < 2]):
+        raise ValueError(f"X categorical column(s) {_column_names(X, single)} have a single category: drop them, "
+                         "they cannot inform a split")
     if not np.isfinite(Ya).all():
         raise ValueError("Y contains NaN or inf: every response value must be finite")
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
@@ -246,6 +255,7 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         split_points=split_points,
         k=float(k),
         auto_leaf=auto_leaf,
+        categorical=categorical,
     )
     return Xa, Ya, kw
 
@@ -272,7 +282,8 @@ def _pymc_bart_keywords(response, split_rules, X) -> None:
         if name != "ContinuousSplitRule":
             raise ValueError(
                 f"split_rules[{v}] is a {name}: only continuous rules (x <= c, pymc-bart's ContinuousSplitRule) "
-                "are available; a categorical column splits here as its numeric codes (or one-hot encode it)"
+                "are available; pass a categorical column as a pandas category or string column of a DataFrame X "
+                "instead (it then splits as 'this category or another', docs/categorical.md)"
             )
 
 
@@ -291,7 +302,9 @@ class BART(Distribution):
     ----------
     X : (n, p) ndarray, DataFrame or pm.Data
         Covariates (numeric, no inf). NaN marks a missing value: every split on that column then also
-        says whether the missing rows go left or right (docs/missing.md).
+        says whether the missing rows go left or right (docs/missing.md). A DataFrame may also hold
+        pandas ``category`` and string columns: unordered ones split as "this category or the rest",
+        ordered ones like numbers (docs/categorical.md).
     Y : (n,) array
         Response, used only for the prior defaults of the leaves.
     m : int, default 200

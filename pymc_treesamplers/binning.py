@@ -15,6 +15,11 @@ Either way a column is described by increasing ``thresholds`` and
 ``code(x) = #{t in thresholds : t < x}``, so the split ``code <= c`` is the same as
 ``x <= thresholds[c]``: prediction on new data needs only the thresholds.
 
+Categorical covariates (docs/categorical.md): an unordered one holds a code per category (a hash of its
+label, :func:`label_codes`) and becomes one split column per category, "this category or not" (0/1),
+each with ``1 / K`` of the covariate's weight; an ordered one holds its category's position and splits
+like a number.
+
 Missing values (NaN, docs/missing.md): a column with missing values becomes two *split columns*, ``x``
 and ``-x``, each with the missing rows on one extra code above all others (the last threshold is the
 largest float, so ``x <= threshold`` is false for NaN and true for every number). A split on the first
@@ -23,6 +28,7 @@ right with the smaller ones: each rule says where missing values go, and the tre
 direction with probability 1/2 (each split column has half the column's weight).
 """
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,16 +83,75 @@ def numeric_array(x, what: str) -> np.ndarray:
     return arr.astype(np.float64)
 
 
+MISSING_LABEL = "\x00missing"  # a missing category is a category of its own
+
+
+def label_codes(labels) -> np.ndarray:
+    """Float codes of category labels: 52 bits of a hash of ``str(label)``, so that the same label has
+    the same code in any data set (prediction needs no table of the training categories); a missing
+    label (None, NaN, pd.NA) is the category ``MISSING_LABEL``.
+
+    >>> c = label_codes(["a", "b", "a", None])
+    >>> bool(c[0] == c[2]), bool(c[0] != c[1]), bool((c >= 0).all() and (c < 2.0**52).all())
+    (True, True, True)
+    """
+    import pandas as pd
+
+    out = np.empty(len(labels))
+    for i, lab in enumerate(labels):
+        text = MISSING_LABEL if lab is None or (not isinstance(lab, str) and bool(pd.isna(lab))) else str(lab)
+        out[i] = float(int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 12)
+    return out
+
+
+def covariate_matrix(X, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Covariates as a float matrix and the indices of their unordered categorical columns.
+
+    A DataFrame may hold numeric and boolean columns, pandas ``category`` columns and object/string
+    columns: an unordered categorical, object or string column gets :func:`label_codes`; an ordered
+    categorical its categories' positions (missing: NaN). Anything else goes through
+    :func:`numeric_array`.
+
+    >>> import pandas as pd
+    >>> X, cat = covariate_matrix(pd.DataFrame({"x": [1.0, 2.0], "c": ["u", "v"]}), "X")
+    >>> X.shape, cat
+    ((2, 2), (1,))
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if not (hasattr(dtypes, "items") and hasattr(X, "to_numpy")):
+        return numeric_array(X, what), ()
+    from pandas.api.types import CategoricalDtype, is_bool_dtype, is_numeric_dtype, is_object_dtype, is_string_dtype
+
+    cols, cat = [], []
+    for j, (name, dt) in enumerate(dtypes.items()):
+        col = X.iloc[:, j]
+        if isinstance(dt, CategoricalDtype) and dt.ordered:
+            codes = col.cat.codes.to_numpy().astype(float)
+            codes[codes < 0] = np.nan
+            cols.append(codes)
+        elif isinstance(dt, CategoricalDtype) or is_object_dtype(dt) or is_string_dtype(dt):
+            cols.append(label_codes(col.to_numpy(dtype=object)))
+            cat.append(j)
+        elif is_numeric_dtype(dt) or is_bool_dtype(dt):
+            cols.append(col.to_numpy(dtype=float, na_value=np.nan))
+        else:
+            raise TypeError(f"{what} column {name!r} has dtype {dt}: numbers, booleans or categories only")
+    return np.column_stack(cols) if cols else np.empty((len(X), 0)), tuple(cat)
+
+
 SPLIT_POINTS = ("data", "range")
 MISSING_THRESHOLD = float(np.finfo(np.float64).max)  # the cut between every number and NaN
 
 
 @dataclass(frozen=True)
 class SplitColumns(Binning):
-    """The split columns of a covariate matrix that may hold NaN: :class:`Binning` of ``x`` for every column,
-    then of ``-x`` for each column with missing values. ``source[v]`` is the covariate of split column
-    ``v``; ``negated[v]`` whether it is ``-x``. A forest stores a split on split column ``v`` as covariate
-    ``source[v] + p * negated[v]`` (:meth:`trace_var`), which prediction reads on ``[X, -X]``.
+    """The split columns of a covariate matrix that may hold NaN and categorical columns: :class:`Binning`
+    of ``x`` for every numeric column, then of ``-x`` for each with missing values, then a 0/1 column per
+    category of each unordered categorical one. ``source[v]`` is the covariate of split column ``v``;
+    ``negated[v]`` whether it is ``-x``, ``category[v]`` whether it is a category's indicator (its one
+    threshold is the category's code). A forest stores a split on split column ``v`` as covariate
+    ``source[v] + p * negated[v] + 2 p * category[v]`` (:meth:`trace_var`), which prediction reads on
+    ``[X, -X, X]`` (the last block by equality with the category's code).
 
     >>> sc = split_columns(np.array([[1.0], [np.nan], [3.0]]))
     >>> sc.codes.tolist(), sc.source.tolist(), sc.negated.tolist(), sc.trace_var.tolist()
@@ -95,11 +160,12 @@ class SplitColumns(Binning):
 
     source: np.ndarray = None
     negated: np.ndarray = None
+    category: np.ndarray = None
+    p: int = 0
 
     @property
     def trace_var(self) -> np.ndarray:
-        p = int(self.source.max()) + 1 if self.source.size else 0
-        return (self.source + p * self.negated).astype(np.int32)
+        return (self.source + self.p * self.negated + 2 * self.p * self.category).astype(np.int32)
 
     def column_weights(self, weights: np.ndarray) -> np.ndarray:
         """Split-column weights from one weight per covariate: a covariate with missing values gives
@@ -108,17 +174,23 @@ class SplitColumns(Binning):
         return np.asarray(weights, dtype=float)[self.source] / halves[self.source]
 
 
-def split_columns(X: np.ndarray, max_bins: int = 256, split_points: str = "data") -> SplitColumns:
-    """:func:`bin_columns` for a matrix whose columns may hold NaN (none entirely): the split columns of
-    :class:`SplitColumns`. Without NaN it is ``bin_columns`` with ``source = 0..p-1``."""
+def split_columns(X: np.ndarray, max_bins: int = 256, split_points: str = "data",
+                  categorical: tuple[int, ...] = ()) -> SplitColumns:
+    """:func:`bin_columns` for a matrix whose columns may hold NaN (none entirely) and whose columns
+    ``categorical`` hold category codes: the split columns of :class:`SplitColumns`. Without NaN and
+    categories it is ``bin_columns`` with ``source = 0..p-1``."""
     n, p = X.shape
-    missing = np.isnan(X)
-    with_nan = np.flatnonzero(missing.any(axis=0))
+    categorical = sorted(categorical)
+    numeric = [j for j in range(p) if j not in categorical]
+    missing = np.isnan(X[:, numeric])
+    with_nan = np.asarray(numeric, dtype=np.int64)[missing.any(axis=0)]
     if with_nan.size and max_bins > 65535:
         raise ValueError(f"max_bins must be at most 65535 when X has missing values, got {max_bins}")
-    codes = np.empty((p + with_nan.size, n), dtype=np.uint16)
+    levels = {j: np.unique(X[:, j]) for j in categorical}
+    n_cat = sum(len(v) for v in levels.values())
+    codes = np.empty((len(numeric) + with_nan.size + n_cat, n), dtype=np.uint16)
     thresholds = []
-    for v, col in enumerate([X[:, j] for j in range(p)] + [-X[:, j] for j in with_nan]):
+    for v, col in enumerate([X[:, j] for j in numeric] + [-X[:, j] for j in with_nan]):
         gone = np.isnan(col)
         if not gone.any():
             b = bin_columns(col[:, None], max_bins, split_points)
@@ -129,9 +201,18 @@ def split_columns(X: np.ndarray, max_bins: int = 256, split_points: str = "data"
             thr = np.append(b.thresholds[0], MISSING_THRESHOLD)
             codes[v, gone] = len(thr)
         thresholds.append(thr)
-    source = np.concatenate([np.arange(p), with_nan]).astype(np.int64)
-    negated = np.concatenate([np.zeros(p, bool), np.ones(with_nan.size, bool)])
-    return SplitColumns(codes, tuple(thresholds), source, negated)
+    v = len(numeric) + with_nan.size
+    for j in categorical:
+        for level in levels[j]:
+            # 0: another category (goes left), 1: this one; the threshold records which category it is
+            codes[v] = X[:, j] == level
+            thresholds.append(np.array([level]))
+            v += 1
+    cat_source = [j for j in categorical for _ in levels[j]]
+    source = np.concatenate([numeric, with_nan, cat_source]).astype(np.int64)
+    negated = np.concatenate([np.zeros(len(numeric), bool), np.ones(with_nan.size, bool), np.zeros(n_cat, bool)])
+    category = np.concatenate([np.zeros(len(numeric) + with_nan.size, bool), np.ones(n_cat, bool)])
+    return SplitColumns(codes, tuple(thresholds), source, negated, category, p)
 
 
 def bin_columns(X: np.ndarray, max_bins: int = 256, split_points: str = "data") -> Binning:

@@ -192,7 +192,8 @@ class _SMCTree(BaseEstimator):
     def _average(self, X, values):
         """Posterior average over the weighted trees of a per-leaf vector, at the rows of ``X``."""
         out = np.empty((X.shape[0], values.shape[1]))
-        weighted_leaf_sum(self._counts, self._var, self._thr, self.tree_weights_, np.ascontiguousarray(values), X, out)
+        weighted_leaf_sum(self._counts, self._var, self._thr, self.tree_weights_, np.ascontiguousarray(values), X, out,
+                          X.shape[1])  # numbers only: no category splits
         return out
 
     def apply(self, X) -> np.ndarray:
@@ -208,7 +209,7 @@ class _SMCTree(BaseEstimator):
     def _positions(self, X):
         """(n_trees, n) positions, in the flat node arrays, of the leaves the rows of ``X`` reach."""
         pos = np.empty((self._counts.shape[0], X.shape[0]), dtype=np.int64)
-        leaf_positions(self._counts, self._var, self._thr, X, pos)
+        leaf_positions(self._counts, self._var, self._thr, X, pos, X.shape[1])
         return pos
 
     def to_inference_data(self, draws: int = 1000, random_state=None, var_name: str = "mu"):

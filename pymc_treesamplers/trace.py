@@ -9,8 +9,10 @@ bytes. So a tree with L leaves costs ``4 + 12 (2L - 1)`` bytes, x 4/3 in base64,
 bytes per draw (header and padding). Thresholds make prediction independent of the training
 binning: ``code <= c`` on training data is ``x <= thresholds[c]``. A split variable ``v`` in ``[p, 2p)``
 is a split on ``-x`` of covariate ``v - p``, the second split column of a covariate with missing values
-(binning.py): prediction reads the trees on ``[X, -X]``, where NaN goes right at every split
-(``NaN <= t`` is false). Format 2 (the same without ``-x`` splits) is read too; format 1 (no header
+(binning.py), and ``v`` in ``[2p, 3p)`` the split "category or not" of the unordered categorical
+covariate ``v - 2p``, its value the category's code (rows of another category go left): prediction reads
+the trees on ``[X, -X, X]``, where NaN goes right at every split (``NaN <= t`` is false) and a category
+unseen in training goes left at every category split. Format 2 (only ``[0, p)``) is read too; format 1 (no header
 marker, int16 split variables, so a split on column 32,768 or beyond read back as a leaf) is refused.
 
 Why the padding: every blob starts 8-byte aligned and encodes to base64 without ``=``, so the
@@ -21,7 +23,7 @@ Decoding is a trust boundary (a saved InferenceData may be corrupted or crafted)
 checked in one compiled pass over the raw bytes before any kernel walks it: the header (marker,
 version, ``m >= 1``, ``p >= 1``, the same ``p`` in every draw), node counts ``>= 1``, the blob size
 equal to the one the counts imply, zero padding, each tree's preorder variables forming one full
-binary tree of exactly its node count, split variables in ``[0, 2p)`` (format 2: ``[0, p)``; ``-1``
+binary tree of exactly its node count, split variables in ``[0, 3p)`` (format 2: ``[0, p)``; ``-1``
 marks a leaf, nothing else is negative), and every value finite: thresholds and leaf values alike (the samplers never
 produce a non-finite leaf, so one means corruption). A blob that fails is a
 :class:`ForestFormatError` (a ``ValueError``) naming the draw, never a crash.
@@ -34,7 +36,7 @@ import base64
 import numba
 import numpy as np
 
-from .binning import numeric_array
+from .binning import covariate_matrix
 from .layout import CUT, NODE_INT, ROOT, VALUE, VAR
 from .tree import subtree_nodes
 
@@ -222,7 +224,7 @@ def _check_blob(raw, b, size, detail):
                 detail[2] = end - first
                 return _E_EARLY
             v = i32[k0 + k]
-            if v >= (2 * p if version == 3 else p) or v < -1:
+            if v >= (3 * p if version == 3 else p) or v < -1:
                 detail[0] = j
                 detail[1] = k - first
                 detail[2] = v
@@ -295,7 +297,7 @@ _DEFECTS = {
     _E_FIT: "tree {0} brings the node count to {1}, more than a blob of {2} bytes holds",
     _E_SIZE: "the node counts add up to {0} nodes, a blob of {1} bytes, but it has {2}",
     _E_PAD: "non-zero padding byte at offset {0}",
-    _E_VAR: "tree {0} node {1} has split variable {2}, outside [0, 2p) ([0, p) in format 2; -1 is a leaf)",
+    _E_VAR: "tree {0} node {1} has split variable {2}, outside [0, 3p) ([0, p) in format 2; -1 is a leaf)",
     _E_EARLY: "tree {0} is a complete binary tree after {1} of its {2} nodes (nodes beyond the tree)",
     _E_OPEN: "tree {0} ends inside a split: a split lacks a subtree within its {1} nodes",
 }
@@ -394,10 +396,19 @@ def _subtree_sizes(var, start, end, size):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _leaf_of(var, val, size, X, i, k):
+def _goes_left(X, i, v, t, cat0):
+    """Whether row ``i`` goes left at a split on column ``v`` of X with value ``t``: ``x <= t``, or, for
+    ``v >= cat0`` (a category split), the row's category is another one."""
+    if v >= cat0:
+        return X[i, v] != t
+    return X[i, v] <= t
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _leaf_of(var, val, size, X, i, k, cat0):
     """The leaf that row ``i`` of ``X`` reaches from the root ``k`` of a preorder tree."""
     while var[k] >= 0:
-        if X[i, var[k]] <= val[k]:
+        if _goes_left(X, i, var[k], val[k], cat0):
             k = k + 1
         else:
             k = k + 1 + size[k + 1]
@@ -405,8 +416,9 @@ def _leaf_of(var, val, size, X, i, k):
 
 
 @numba.njit(cache=True, nogil=True)
-def predict_preorder(counts, var, val, X, out):
-    """Sum of the encoded trees at the rows of ``X`` (trees added in order, as in training).
+def predict_preorder(counts, var, val, X, out, cat0):
+    """Sum of the encoded trees at the rows of ``X`` (trees added in order, as in training); splits on
+    columns ``>= cat0`` are category splits.
 
     Trusts its input: the trees must have passed the checks of :func:`decode_trace`.
     """
@@ -418,26 +430,26 @@ def predict_preorder(counts, var, val, X, out):
         end = start + counts[j]
         _subtree_sizes(var, start, end, size)
         for i in range(n):
-            out[i] += val[_leaf_of(var, val, size, X, i, start)]
+            out[i] += val[_leaf_of(var, val, size, X, i, start, cat0)]
         start = end
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_positions(counts, var, val, X, out):
+def leaf_positions(counts, var, val, X, out, cat0):
     """``out[j, i]``: the preorder position (in ``var``) of the leaf of tree ``j`` that row ``i`` of
-    ``X`` reaches; ``val`` holds the thresholds of the split nodes."""
+    ``X`` reaches; ``val`` holds the thresholds of the split nodes (category codes from ``cat0``)."""
     size = np.empty(var.shape[0], dtype=np.int64)
     start = 0
     for j in range(counts.shape[0]):
         end = start + counts[j]
         _subtree_sizes(var, start, end, size)
         for i in range(X.shape[0]):
-            out[j, i] = _leaf_of(var, val, size, X, i, start)
+            out[j, i] = _leaf_of(var, val, size, X, i, start, cat0)
         start = end
 
 
 @numba.njit(cache=True, nogil=True)
-def weighted_leaf_sum(counts, var, val, weights, values, X, out):
+def weighted_leaf_sum(counts, var, val, weights, values, X, out, cat0):
     """``out[i] = sum_j weights[j] * values[leaf_j(i)]``: a weighted average over preorder trees of
     per-leaf vectors (``values`` has a row per node; only the leaves' rows are read)."""
     size = np.empty(var.shape[0], dtype=np.int64)
@@ -447,7 +459,7 @@ def weighted_leaf_sum(counts, var, val, weights, values, X, out):
         end = start + counts[j]
         _subtree_sizes(var, start, end, size)
         for i in range(X.shape[0]):
-            k = _leaf_of(var, val, size, X, i, start)
+            k = _leaf_of(var, val, size, X, i, start, cat0)
             for f in range(values.shape[1]):
                 out[i, f] += weights[j] * values[k, f]
         start = end
@@ -469,20 +481,23 @@ def _blob_trees(raw, b):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _predict_trace(raw, firsts, X, out):
-    """``out[k] =`` the forest of the validated blob starting at byte ``firsts[k]``, at the rows of X."""
+    """``out[k] =`` the forest of the validated blob starting at byte ``firsts[k]``, at the rows of
+    ``X = [X, -X, X]`` (:func:`_extended`)."""
+    cat0 = 2 * (X.shape[1] // 3)
     for k in numba.prange(firsts.shape[0]):
         counts, var, val = _blob_trees(raw, firsts[k])
-        predict_preorder(counts, var, val, X, out[k])
+        predict_preorder(counts, var, val, X, out[k], cat0)
 
 
 @numba.njit(cache=True, nogil=True)
 def predict_preorder_marginal(counts, var, val, X_train, excluded, X, out):
-    """Sum of the encoded trees at the rows of ``X`` with the covariates flagged in ``excluded``
-    marginalised out: at a split on one of them both children contribute, weighted by the shares of
-    the training rows ``X_train`` that went each way (pymc-bart's submodels, Friedman's partial
-    dependence by tree weights). With nothing excluded it is :func:`predict_preorder`.
+    """Sum of the encoded trees at the rows of ``X`` (``[X, -X, X]``, :func:`_extended`) with the
+    covariates flagged in ``excluded`` marginalised out: at a split on one of them both children
+    contribute, weighted by the shares of the training rows ``X_train`` that went each way (pymc-bart's
+    submodels, Friedman's partial dependence by tree weights). With nothing excluded it is :func:`predict_preorder`.
     """
     out[:] = 0.0
+    cat0 = 2 * (X.shape[1] // 3)
     total = var.shape[0]
     size = np.empty(total, dtype=np.int64)
     n_rows = np.zeros(total)
@@ -496,7 +511,7 @@ def predict_preorder_marginal(counts, var, val, X_train, excluded, X, out):
             k = start
             n_rows[k] += 1.0
             while var[k] >= 0:
-                k = k + 1 if X_train[i, var[k]] <= val[k] else k + 1 + size[k + 1]
+                k = k + 1 if _goes_left(X_train, i, var[k], val[k], cat0) else k + 1 + size[k + 1]
                 n_rows[k] += 1.0
         for i in range(X.shape[0]):
             top = 0
@@ -521,7 +536,7 @@ def predict_preorder_marginal(counts, var, val, X_train, excluded, X, out):
                     top += 2
                 else:
                     top += 1
-                    stack[top] = left if X[i, var[k]] <= val[k] else right
+                    stack[top] = left if _goes_left(X, i, var[k], val[k], cat0) else right
                     weight[top] = w
         start = end
 
@@ -534,9 +549,11 @@ def _predict_trace_marginal(raw, firsts, X_train, excluded, X, out):
         predict_preorder_marginal(counts, var, val, X_train, excluded, X, out[k])
 
 
-def check_new_X(X_new, p: int | None) -> np.ndarray:
-    """Validate covariates for prediction: numeric, 2-D, right number of columns, no inf (NaN: missing)."""
-    X = numeric_array(X_new, "X_new")
+def check_new_X(X_new, p: int | None, with_categories: bool = False):
+    """Validate covariates for prediction: numeric (a DataFrame may hold category and string columns:
+    :func:`~pymc_treesamplers.binning.covariate_matrix`), 2-D, right number of columns, no inf (NaN:
+    missing). With ``with_categories`` also returns the indices of the unordered categorical columns."""
+    X, categorical = covariate_matrix(X_new, "X_new")
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2:
@@ -545,12 +562,39 @@ def check_new_X(X_new, p: int | None) -> np.ndarray:
         raise ValueError(f"X_new has {X.shape[1]} columns but the model was fit with {p}")
     if np.isinf(X).any():
         raise ValueError("X_new contains inf: every covariate value must be finite (or NaN for a missing value)")
-    return np.ascontiguousarray(X)
+    X = np.ascontiguousarray(X)
+    return (X, categorical) if with_categories else X
 
 
-def _with_negated(X: np.ndarray) -> np.ndarray:
-    """``[X, -X]``: the columns the stored split variables index (``v >= p``: a split on ``-x``)."""
-    return np.ascontiguousarray(np.hstack([X, -X]))
+def _extended(X: np.ndarray) -> np.ndarray:
+    """``[X, -X, X]``: the columns the stored split variables index (``[p, 2p)``: a split on ``-x``,
+    ``[2p, 3p)``: a category split, read by equality)."""
+    return np.ascontiguousarray(np.hstack([X, -X, X]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _used_vars(raw, firsts, used):
+    """``used[v]``: whether any forest of the validated blobs at ``firsts`` splits on stored variable ``v``."""
+    for k in range(firsts.shape[0]):
+        _, var, _ = _blob_trees(raw, firsts[k])
+        for q in range(var.shape[0]):
+            if var[q] >= 0:
+                used[var[q]] = True
+
+
+def _check_categories(raw, firsts, p: int, categorical: tuple) -> None:
+    """A covariate the forests split on as categories must be categorical in X_new, and one they split
+    on as a number must not: else every row would silently take one side."""
+    used = np.zeros(3 * p, dtype=np.bool_)
+    _used_vars(raw, firsts, used)
+    as_category = set(np.flatnonzero(used[2 * p:]).tolist())
+    as_number = set(np.flatnonzero(used[:p] | used[p:2 * p]).tolist())
+    if missing := sorted(as_category - set(categorical)):
+        raise TypeError(f"X_new column(s) {missing} hold numbers, but the model split them as categories: pass "
+                        "them as in training (a pandas category or string column of a DataFrame)")
+    if wrong := sorted(as_number & set(categorical)):
+        raise TypeError(f"X_new column(s) {wrong} hold categories, but the model split them as numbers: pass "
+                        "them as in training")
 
 
 def _split_outputs(enc: np.ndarray) -> tuple[list, int]:
@@ -611,7 +655,7 @@ def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, d
             raise ForestFormatError(err.reason, err.index // k) from None
     except ForestFormatError as err:
         raise ForestFormatError(err.reason, err.index, where(err.index)) from None
-    X = check_new_X(X_new, p)
+    X, categorical = check_new_X(X_new, p, with_categories=True)
     lead = (n_chain, n_draw)
     if draws is not None:
         draws = np.asarray(draws, dtype=np.int64).ravel()
@@ -621,19 +665,21 @@ def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, d
         lead = (draws.size,)
     else:
         first = np.ascontiguousarray(starts[:-1])
+    _check_categories(raw, first, p, categorical)
     out = np.empty((first.shape[0], X.shape[0]))
     if exclude is None or len(exclude) == 0:
-        _predict_trace(raw, first, _with_negated(X), out)
+        _predict_trace(raw, first, _extended(X), out)
     else:
-        mask = np.zeros(2 * p, dtype=np.bool_)
+        mask = np.zeros(3 * p, dtype=np.bool_)
         exclude = np.asarray(exclude, dtype=np.int64)
         if exclude.min() < 0 or exclude.max() >= p:
             raise ValueError(f"exclude must hold covariate indices in [0, {p})")
         mask[exclude] = True
         mask[exclude + p] = True
+        mask[exclude + 2 * p] = True
         if X_train is None:
             raise ValueError("exclude needs X_train, the training covariates (to weigh both sides of a split)")
-        _predict_trace_marginal(raw, first, _with_negated(check_new_X(X_train, p)), mask, _with_negated(X), out)
+        _predict_trace_marginal(raw, first, _extended(check_new_X(X_train, p)), mask, _extended(X), out)
     post = idata["posterior"] if "posterior" in idata.children else None
     several = k > 1 or (post is not None and var_name in post and post[var_name].ndim == 4)
     return out.reshape(*lead, k, X.shape[0]) if several else out.reshape(*lead, X.shape[0])

@@ -99,7 +99,7 @@ class BaseTreeStep(ArrayStepShared):
         op: BARTRV = rv.owner.op
         X = as_data_array(bart_covariates(rv), "X")
         # the kernels' columns: a covariate with missing values splits as x and as -x (binning.py)
-        self.columns = split_columns(X, op.max_bins, op.split_points)
+        self.columns = split_columns(X, op.max_bins, op.split_points, op.categorical)
         self.var_name = rv.name
         self.thr_table = self.columns.threshold_table()
         self.m = op.m
