@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-smctree \
-	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick clean
+	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
+	bench-california-shipped clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -90,6 +91,11 @@ bench-sparsity: $(VENV)/.bench-installed
 
 bench-sparsity-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.sparsity --quick
+
+# California housing as shipped (missing values, a string column) against the hand-preprocessed table,
+# pymc-bart and stochtree (issue 16)
+bench-california-shipped: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.california_shipped
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed

@@ -352,6 +352,19 @@ def finish(module: str, argv: list[str], args: argparse.Namespace, settings: dic
     return 0
 
 
+def grid_main(module: str, argv: list[str] | None, parse_args: Callable[[list[str]], argparse.Namespace],
+              worker_body: Callable[[dict], dict], describe: Callable[[dict], str], render: Callable[[dict], str],
+              plan: Callable[[argparse.Namespace], tuple[dict, list[tuple[str, dict]]]]) -> int:
+    """The whole ``main`` of a script that runs a list of configurations: the worker and render-only
+    modes (:func:`start`), else ``plan(args) -> (settings, runs)``, each run in its child
+    (:func:`run_specs`), the report (:func:`finish`)."""
+    argv, args, code = start(argv, parse_args, worker_body)
+    if code is not None:
+        return code
+    settings, runs = plan(args)
+    return finish(module, argv, args, settings, run_specs(module, args, runs, describe), render)
+
+
 def print_status(res: dict, describe: Callable[[dict], str], t0: float) -> None:
     """One line on stderr: status, the script's summary of a successful result, contention."""
     msg = res.get("status", "?")

@@ -170,17 +170,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
     n = (2, 50, 50) if args.quick else (4, 1000, 1000)
     settings = {"quick": args.quick, "cases": args.cases, "samplers": args.samplers,
                 "chains": n[0], "tune": n[1], "draws": n[2]}
-    runs = [(f"{c} {s}", {"case": c, "sampler": s, "chains": n[0], "tune": n[1], "draws": n[2]})
-            for c in args.cases for s in args.samplers]
-    results = harness.run_specs(MODULE, args, runs, describe)
-    return harness.finish(MODULE, argv, args, settings, results, render)
+    return settings, [(f"{c} {s}", {"case": c, "sampler": s, "chains": n[0], "tune": n[1], "draws": n[2]})
+                      for c in args.cases for s in args.samplers]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, describe, render, plan)
 
 
 if __name__ == "__main__":

@@ -113,17 +113,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
     n = (2, 50, 50) if args.quick else (2, 1000, 1000)
     settings = {"quick": args.quick, "covariates": args.covariates, "samplers": args.samplers,
                 "chains": n[0], "tune": n[1], "draws": n[2]}
-    runs = [(f"p={p} {s}", {"p": p, "sampler": s, "chains": n[0], "tune": n[1], "draws": n[2]})
-            for p in args.covariates for s in args.samplers]
-    results = harness.run_specs(MODULE, args, runs, describe)
-    return harness.finish(MODULE, argv, args, settings, results, render)
+    return settings, [(f"p={p} {s}", {"p": p, "sampler": s, "chains": n[0], "tune": n[1], "draws": n[2]})
+                      for p in args.covariates for s in args.samplers]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, describe, render, plan)
 
 
 if __name__ == "__main__":

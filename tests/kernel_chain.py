@@ -142,3 +142,35 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     else:
         keys = [tuple(partition_key(tree) for tree in row) for row in labels]
     return (keys, rates) if return_rates else keys
+
+
+def step_split_columns(X, r, step_cls):
+    """The split columns a step of ``step_cls`` builds for a one-tree BART on covariates ``X``:
+    codes ``(n, q)`` and weights ``(q,)``."""
+    with pm.Model():
+        mu = pmt.BART("mu", X, r, m=1, mu0=0.0, sigma_mu=1.0)
+        step = step_cls([mu])
+    return step.data.codes.T.astype(np.int64), step.data.wsplit
+
+
+def assert_same_split_columns(codes, weights, stated, stated_weights):
+    """``codes``/``weights`` are the columns ``stated``/``stated_weights`` in some order."""
+    order = [next(k for k in range(stated.shape[1]) if np.array_equal(codes[:, v], stated[:, k]))
+             for v in range(codes.shape[1])]
+    assert sorted(order) == list(range(stated.shape[1]))
+    np.testing.assert_allclose(weights, np.asarray(stated_weights)[order])
+
+
+def coding_tv(s, X, r, stated, stated_weights, thin=None, codes=None, weights=None):
+    """TV distance between a registry entry's chain (run on its step's split columns of ``X``, or on
+    ``codes``/``weights``) and the exact partition posterior under the ``stated`` coding, and the
+    99.9% threshold of iid samples."""
+    from exact import empirical, exact_partition_posterior, tv_distance, tv_threshold
+
+    weight, n_draws, default_thin, seed = s.posterior
+    w = np.full(len(r), weight)
+    exact = exact_partition_posterior(stated, r, w, 0.95, 2.0, 0.0, 1.0, split_weights=stated_weights)
+    if codes is None:
+        codes, weights = step_split_columns(X, r, s.step)
+    keys = chain_draws(s.step, s.options, codes, r, w, n_draws, thin or default_thin, seed, split_weights=weights)
+    return tv_distance(exact, empirical(keys)), tv_threshold(exact, n_draws)

@@ -13,6 +13,8 @@ from benchmarks import harness  # noqa: E402
 REPORTS = [
     "benchmarks",
     "benchmarks-quick",
+    "california-shipped",
+    "california-shipped-quick",
     "ct-horizon-sweep",
     "ct-wu",
     "ct-wu-quick",

@@ -12,8 +12,8 @@ split columns. A coding that sends missing rows only one way (NaN as the largest
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_partition_posterior, tiny_data, tv_distance, tv_threshold
-from kernel_chain import chain_draws
+from exact import tiny_data
+from kernel_chain import assert_same_split_columns, coding_tv, step_split_columns
 from samplers import SAMPLERS
 
 import pymc_treesamplers as pmt
@@ -46,22 +46,9 @@ def stated_coding(X, weights=None, both_ways=True):
     return np.array(cols).T, np.array(ws)
 
 
-def step_coding(X, r, step_cls=pmt.CGMStep):
-    with pm.Model():
-        mu = pmt.BART("mu", X, r, m=1, mu0=0.0, sigma_mu=1.0)
-        step = step_cls([mu])
-    return step.data.codes.T.astype(np.int64), step.data.wsplit
-
-
 def test_step_codes_are_the_stated_coding():
     X, r = missing_data()
-    codes, weights = step_coding(X, r)
-    stated, stated_w = stated_coding(X)
-    # the same split columns up to their order
-    order = [next(k for k in range(stated.shape[1]) if np.array_equal(codes[:, v], stated[:, k]))
-             for v in range(codes.shape[1])]
-    assert sorted(order) == list(range(stated.shape[1]))
-    np.testing.assert_allclose(weights, stated_w[order])
+    assert_same_split_columns(*step_split_columns(X, r, pmt.CGMStep), *stated_coding(X))
 
 
 # thinning raised where the registry's left kept states correlated on these data (tests/samplers.py's
@@ -71,15 +58,8 @@ THIN = {"reshape": 40}
 
 
 def _posterior_tv(s, both_ways=True):
-    weight, n_draws, thin, seed = s.posterior
-    thin = THIN.get(s.name, thin)
     X, r = missing_data()
-    w = np.full(len(r), weight)
-    stated, stated_w = stated_coding(X, both_ways=both_ways)
-    exact = exact_partition_posterior(stated, r, w, 0.95, 2.0, 0.0, 1.0, split_weights=stated_w)
-    codes, weights = step_coding(X, r, s.step)
-    keys = chain_draws(s.step, s.options, codes, r, w, n_draws, thin, seed, split_weights=weights)
-    return tv_distance(exact, empirical(keys)), tv_threshold(exact, n_draws)
+    return coding_tv(s, X, r, *stated_coding(X, both_ways=both_ways), thin=THIN.get(s.name))
 
 
 @pytest.mark.parametrize("s", [pytest.param(s, marks=() if s.name == "cgm" else pytest.mark.slow)
