@@ -270,7 +270,7 @@ def compute_variable_importance(idata, X, var_name: str = "mu", method: str = "V
     inclusion = get_variable_inclusion(idata, var_name, labels=labels, X=X)
     p = len(inclusion)
     names = _labels(p, labels, X)
-    Xa = check_new_X(X, p)
+    Xa = check_new_X(X, p, with_categories=True)
     draws = choose_draws(idata, var_name, samples, random_seed)
 
     def fit(keep):

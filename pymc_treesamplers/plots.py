@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .diagnostics import choose_draws, get_variable_inclusion, tree_size_trace
-from .trace import check_new_X, predict
+from .trace import CodedX, check_new_X, predict
 
 __all__ = [
     "plot_compare_samplers",
@@ -154,14 +154,14 @@ def _grid(column: np.ndarray, grid_points: int) -> np.ndarray:
     return np.quantile(column, np.linspace(0.0, 1.0, grid_points))
 
 
-def _pdp_draws(idata, X, var_name, var_idx, grid, draws, func):
+def _pdp_draws(idata, X, var_name, var_idx, grid, draws, func, categorical=()):
     """Partial dependence on covariate(s) ``var_idx`` at ``grid`` (points x len(var_idx)), per draw and
-    row: ``(points, draws, [k,] rows)``."""
+    row: ``(points, draws, [k,] rows)``; ``categorical``: the columns of X holding category codes."""
     out = []
     for point in grid:
         Xg = X.copy()
         Xg[:, var_idx] = point
-        f = predict(idata, Xg, var_name, draws=draws)
+        f = predict(idata, CodedX(Xg, categorical), var_name, draws=draws)
         out.append(func(f) if func is not None else f)
     return np.array(out)
 
@@ -190,7 +190,7 @@ def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, gr
     >>> # pmt.plots.plot_pdp(idata, X, "mu", var_idx=[0, 1, (0, 1)])
     """
     _check_backend(backend)
-    X = check_new_X(X, None)
+    X, cat = check_new_X(X, None, with_categories=True)
     names = list(labels) if labels is not None else [f"x{v}" for v in range(X.shape[1])]
     var_idx = _check_var_idx(var_idx, X.shape[1])
     draws = choose_draws(idata, var_name, samples, random_seed)
@@ -200,7 +200,7 @@ def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, gr
             i, j = (int(x) for x in v)
             gi, gj = _grid(X[:, i], grid_points), _grid(X[:, j], grid_points)
             pts = np.array([(a, b) for a in gi for b in gj])
-            pd_ = _pdp_draws(idata, X, var_name, [i, j], pts, draws, func).mean(axis=-1)  # over rows
+            pd_ = _pdp_draws(idata, X, var_name, [i, j], pts, draws, func, cat).mean(axis=-1)  # over rows
             surface = pd_.reshape(len(gi), len(gj), *pd_.shape[1:]).mean(axis=2)  # over draws
             if surface.ndim == 3:
                 surface = surface[..., 0]  # first output
@@ -210,7 +210,7 @@ def plot_pdp(idata, X, var_name: str = "mu", var_idx: Sequence | None = None, gr
             axis.set_ylabel(names[i])
             continue
         grid = _grid(X[:, v], grid_points)
-        pd_ = _pdp_draws(idata, X, var_name, [v], grid[:, None], draws, func).mean(axis=-1)  # (points, draws, [k])
+        pd_ = _pdp_draws(idata, X, var_name, [v], grid[:, None], draws, func, cat).mean(axis=-1)  # (points, draws, [k])
         curves = pd_[..., None] if pd_.ndim == 2 else pd_
         for out in range(curves.shape[2]):
             band = _band(curves[:, :, out].T, hdi_prob)
@@ -237,7 +237,7 @@ def plot_ice(idata, X, var_name: str = "mu", var_idx: Sequence[int] | None = Non
     >>> # pmt.plots.plot_ice(idata, X, "mu", var_idx=[0])
     """
     _check_backend(backend)
-    X = check_new_X(X, None)
+    X, cat = check_new_X(X, None, with_categories=True)
     names = list(labels) if labels is not None else [f"x{v}" for v in range(X.shape[1])]
     var_idx = _check_var_idx(var_idx, X.shape[1])
     rng = np.random.default_rng(random_seed)
@@ -246,7 +246,7 @@ def plot_ice(idata, X, var_name: str = "mu", var_idx: Sequence[int] | None = Non
     fig, axes = _axes(ax, len(var_idx), figsize=figsize)
     for axis, v in zip(axes, var_idx, strict=False):
         grid = _grid(X[:, v], grid_points)
-        f = _pdp_draws(idata, X[rows], var_name, [v], grid[:, None], draws, func)
+        f = _pdp_draws(idata, X[rows], var_name, [v], grid[:, None], draws, func, cat)
         f = f.mean(axis=1)  # posterior mean: (points, [k,] rows)
         if f.ndim == 3:
             f = f[:, 0]

@@ -32,6 +32,7 @@ produce a non-finite leaf, so one means corruption). A blob that fails is a
 from __future__ import annotations
 
 import base64
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -549,11 +550,20 @@ def _predict_trace_marginal(raw, firsts, X_train, excluded, X, out):
         predict_preorder_marginal(counts, var, val, X_train, excluded, X, out[k])
 
 
+class CodedX(NamedTuple):
+    """Covariates already checked and coded by :func:`check_new_X`: the float matrix (category codes in
+    its categorical columns) and the indices of the unordered categorical columns. :func:`predict`
+    takes it as it is, so code that edits the covariates (partial dependence) keeps the categories."""
+
+    values: np.ndarray
+    categorical: tuple
+
+
 def check_new_X(X_new, p: int | None, with_categories: bool = False):
     """Validate covariates for prediction: numeric (a DataFrame may hold category and string columns:
     :func:`~pymc_treesamplers.binning.covariate_matrix`), 2-D, right number of columns, no inf (NaN:
-    missing). With ``with_categories`` also returns the indices of the unordered categorical columns."""
-    X, categorical = covariate_matrix(X_new, "X_new")
+    missing). With ``with_categories`` returns a :class:`CodedX` (values and categorical columns)."""
+    X, categorical = X_new if isinstance(X_new, CodedX) else covariate_matrix(X_new, "X_new")
     if X.ndim == 1:
         X = X[:, None]
     if X.ndim != 2:
@@ -563,7 +573,7 @@ def check_new_X(X_new, p: int | None, with_categories: bool = False):
     if np.isinf(X).any():
         raise ValueError("X_new contains inf: every covariate value must be finite (or NaN for a missing value)")
     X = np.ascontiguousarray(X)
-    return (X, categorical) if with_categories else X
+    return CodedX(X, tuple(categorical)) if with_categories else X
 
 
 def _extended(X: np.ndarray) -> np.ndarray:

@@ -97,6 +97,11 @@ def test_predictions_with_categories_unseen_ones_and_wrong_types():
     with pytest.raises(TypeError, match=r"column\(s\) \[0\] hold numbers, but the model split them as categories"):
         pmt.predict(idata, X.assign(city=1.0), "mu")
     assert list(pmt.get_variable_inclusion(idata, X=X).index) in (["city", "x"], ["x", "city"])
+    # the tools that edit the covariates keep the categories
+    vi = pmt.compute_variable_importance(idata, X, "mu", samples=10)
+    assert len(vi["r2_mean"]) == 2
+    pmt.plots.plot_pdp(idata, X, "mu", var_idx=[0, 1], samples=10)
+    pmt.plots.plot_ice(idata, X, "mu", var_idx=[0], samples=10, instances=5)
 
 
 def test_ordered_categories_split_like_their_positions():
