@@ -90,19 +90,24 @@ class SplitWeights(NamedTuple):
     share: np.ndarray
 
 
-def new_split_weights(spec: DirichletSplitPrior, p: int, group=None, share=None) -> SplitWeights:
-    """Start of a chain: equal weights and ``alpha`` at the hyperprior's mean of ``alpha / (alpha + rho)``.
-    ``group``, ``share``: the split columns' covariates and shares (default: one split column each).
+def new_split_weights(spec: DirichletSplitPrior, p: int, rng: np.random.Generator, group=None,
+                      share=None) -> SplitWeights:
+    """Start of a chain: ``alpha`` at the hyperprior's mean of ``alpha / (alpha + rho)`` and weights drawn
+    from ``Dirichlet(alpha / p)`` (not equal weights: at exactly equal weights the conditional of
+    ``alpha`` is improper for ``p >= 3``, ``b = 1``). ``group``, ``share``: the split columns' covariates
+    and shares (default: one split column each).
 
-    >>> sw = new_split_weights(DirichletSplitPrior(), 4)
-    >>> np.exp(sw.logs).tolist(), float(sw.conc[0])
-    ([0.25, 0.25, 0.25, 0.25], 2.0)
+    >>> sw = new_split_weights(DirichletSplitPrior(), 4, np.random.default_rng(0))
+    >>> round(float(np.exp(sw.logs).sum()), 12), float(sw.conc[0])
+    (1.0, 2.0)
     """
     rho = spec.rho_for(p)
     group = np.arange(p, dtype=np.int64) if group is None else np.asarray(group, dtype=np.int64)
     share = np.ones(len(group)) if share is None else np.asarray(share, dtype=float)
-    return SplitWeights(np.full(p, -math.log(p)), np.array([rho * spec.a / spec.b]),
-                        np.array([spec.a, spec.b, rho]), group, share)
+    alpha = rho * spec.a / spec.b
+    logs = np.empty(p)
+    draw_log_dirichlet(rng, np.full(p, alpha / p), logs)
+    return SplitWeights(logs, np.array([alpha]), np.array([spec.a, spec.b, rho]), group, share)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,14 +179,26 @@ def refresh_forest_prior(forest, data, order):
 
 
 @numba.njit(cache=True, nogil=True)
-def _log_conc_density(z, logs_sum, p, a, b, rho):
+def _log_dirichlet_norm(alpha, p):
+    """``lgamma(alpha) - p lgamma(alpha / p) - alpha log p``: the Dirichlet normaliser with ``p log p``
+    taken out, which grows like ``(p - 1) / 2 log alpha``; for large ``alpha / p`` from Stirling's series
+    (the direct difference cancels to rounding noise there)."""
+    if alpha / p < 1e5:
+        return math.lgamma(alpha) - p * math.lgamma(alpha / p) - alpha * math.log(p)
+    half_log_2pi = 0.5 * math.log(2.0 * math.pi)
+    return (0.5 * (p - 1) * math.log(alpha) - 0.5 * p * math.log(p) + (1.0 - p) * half_log_2pi
+            + (1.0 - p * p) / (12.0 * alpha))
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_conc_density(z, logs_gap, p, a, b, rho):
     """Log density of ``z = log(alpha / rho)`` given ``s``: ``u = alpha / (alpha + rho) = sigmoid(z)``
-    has the ``Beta(a, b)`` prior (with the Jacobian ``u (1 - u)``), times ``Dirichlet(s; alpha / p)``."""
+    has the ``Beta(a, b)`` prior (with the Jacobian ``u (1 - u)``), times ``Dirichlet(s; alpha / p)``;
+    ``logs_gap = sum(log s) + p log p`` (<= 0, 0 at equal weights)."""
     alpha = rho * math.exp(z)
     log_u = -math.log1p(math.exp(-z)) if z > -30.0 else z
     log_1mu = -math.log1p(math.exp(z)) if z < 30.0 else -z
-    return (a * log_u + b * log_1mu + math.lgamma(alpha) - p * math.lgamma(alpha / p)
-            + (alpha / p) * logs_sum)
+    return a * log_u + b * log_1mu + _log_dirichlet_norm(alpha, p) + (alpha / p) * logs_gap
 
 
 @numba.njit(cache=True, nogil=True)
@@ -189,7 +206,7 @@ def update_concentration(rng, sw):
     """One slice-sampling update of ``alpha`` given the weights (stepping out, then shrinking; Neal 2003)."""
     a, b, rho = sw.hyper[0], sw.hyper[1], sw.hyper[2]
     p = sw.logs.shape[0]
-    logs_sum = sw.logs.sum()
+    logs_sum = sw.logs.sum() + p * math.log(p)
     z0 = math.log(sw.conc[0] / rho)
     level = _log_conc_density(z0, logs_sum, p, a, b, rho) + math.log(1.0 - rng.random())
     width = 1.0
@@ -205,7 +222,7 @@ def update_concentration(rng, sw):
     while k > 0 and _log_conc_density(hi, logs_sum, p, a, b, rho) > level:
         hi += width
         k -= 1
-    while True:
+    for _ in range(200):
         z = lo + (hi - lo) * rng.random()
         if _log_conc_density(z, logs_sum, p, a, b, rho) > level:
             sw.conc[0] = rho * math.exp(z)
@@ -214,6 +231,8 @@ def update_concentration(rng, sw):
             lo = z
         else:
             hi = z
+    # 200 halvings-or-better without a point above the level: the interval is down to rounding around
+    # z0 (a level equal to the density at z0 to the last bit); staying at z0 is the limit of the shrinkage
 
 
 def update_split_weights(rng: np.random.Generator, sw: SplitWeights, data, forests: list, counts: np.ndarray,
@@ -227,7 +246,7 @@ def update_split_weights(rng: np.random.Generator, sw: SplitWeights, data, fores
     >>> from pymc_treesamplers.records import split_data
     >>> data = split_data(np.array([[0, 1], [1, 0]], dtype=np.uint16), np.ones(2))
     >>> forest = Forest.empty(1, 2); init_roots(forest.arrays(), data, 0.0)
-    >>> sw = new_split_weights(DirichletSplitPrior(), 2)
+    >>> sw = new_split_weights(DirichletSplitPrior(), 2, np.random.default_rng(0))
     >>> update_split_weights(np.random.default_rng(0), sw, data, [forest.arrays()], np.zeros(2, np.int64),
     ...                      np.empty(8, np.int64))
     True

@@ -28,6 +28,7 @@ import pymc_treesamplers as pmt
 from pymc_treesamplers import splitprior
 from pymc_treesamplers.forest import Forest, forest_summary, init_roots
 from pymc_treesamplers.kernels.driver import new_work
+from pymc_treesamplers.binning import split_columns
 from pymc_treesamplers.records import Pseudo, TreePrior, split_data
 from pymc_treesamplers.splitprior import DirichletSplitPrior, kernel_weights, new_split_weights, update_split_weights
 
@@ -38,10 +39,20 @@ W = np.full(6, 2.0)
 ALPHA, BETA = 0.95, 1.0
 SPEC = DirichletSplitPrior(a=0.5, b=1.0)
 U_BINS = 4
+# (codes, group, share) of the split columns: one per covariate here; with a missing value in
+# covariate 0 (MISSING_CASE) it splits as x and -x, each with half its weight, as binning.py builds it
+PLAIN_CASE = (CODES, np.array([0, 1]), np.ones(2))
 
 
-def _tree_counts(key, codes):
-    """Per split node of a tree key: ``(v, number of covariates that can split the node)``."""
+def _missing_case():
+    X = CODES.astype(float)
+    X[[1, 4], 0] = np.nan
+    cols = split_columns(X)
+    return cols.codes.T.astype(np.int64), cols.source, cols.column_weights(np.ones(2))
+
+
+def _tree_counts(key, codes, group):
+    """Per split node of a tree key: ``(covariate, number of covariates that can split the node)``."""
     out = []
 
     def walk(pos, rows):
@@ -50,7 +61,7 @@ def _tree_counts(key, codes):
             return pos + 1
         v, c = item
         sub = codes[list(rows)]
-        out.append((v, int((sub.max(axis=0) > sub.min(axis=0)).sum())))
+        out.append((group[v], len(set(group[sub.max(axis=0) > sub.min(axis=0)].tolist()))))
         left = [i for i in rows if codes[i, v] <= c]
         right = [i for i in rows if codes[i, v] > c]
         return walk(walk(pos + 1, left), right)
@@ -59,16 +70,19 @@ def _tree_counts(key, codes):
     return out
 
 
-def exact_joint(spec=SPEC, bins=U_BINS):
+def exact_joint(spec=SPEC, bins=U_BINS, case=PLAIN_CASE):
     """Exact posterior of (tree key, bin of u), the bins the posterior quantiles of u."""
-    p = CODES.shape[1]
+    codes, group, share = case
+    p = 2
     rho = spec.rho_for(p)
-    equal = exact_tree_posterior(CODES, R, W, ALPHA, BETA, 0.0, 1.0)
+    equal = exact_tree_posterior(codes, R, W, ALPHA, BETA, 0.0, 1.0, split_weights=share)
     groups = {}  # (c_0, c_1) -> {key: mass with the variable choices taken out}
     for key, prob in equal.items():
         c, undo = [0, 0], 1.0
-        for v, n_avail in _tree_counts(key, CODES):
-            undo *= n_avail  # equal weights gave the choice of v probability 1 / n_avail
+        for v, n_avail in _tree_counts(key, codes, group):
+            # weights (share) gave split column v probability share_v / n_avail (a covariate's shares sum to
+            # 1 and its split columns can split the same nodes); the Dirichlet weights share_v s_g / S_n
+            undo *= n_avail
             if n_avail == 2:
                 c[v] += 1
         groups.setdefault(tuple(c), {})[key] = prob * undo
@@ -96,12 +110,12 @@ def exact_joint(spec=SPEC, bins=U_BINS):
     return {k: v / z for k, v in joint.items()}, np.array(edges)
 
 
-def dart_chain(step_cls, options, n_draws, thin, seed, spec=SPEC):
+def dart_chain(step_cls, options, n_draws, thin, seed, spec=SPEC, case=PLAIN_CASE):
     """Tree keys and concentrations of a chain of one tree: the step's sweep, then the weights' update."""
-    codes = np.ascontiguousarray(CODES.T)
+    codes = np.ascontiguousarray(case[0].T)
     p, n = codes.shape
     data = split_data(codes, np.ones(p))
-    sw = new_split_weights(spec, p)
+    sw = new_split_weights(spec, 2, np.random.default_rng([seed, 7]), case[1], case[2])
     kernel_weights(sw.logs, sw.group, sw.share, data.wsplit, data.logw)
     prior = TreePrior(ALPHA, BETA, 0.0, 1.0)
     forest = Forest.empty(1, n, 0.0, cap=4 * n)
@@ -124,9 +138,9 @@ def dart_chain(step_cls, options, n_draws, thin, seed, spec=SPEC):
     return keys, conc
 
 
-def _joint_tv(step_cls, options, n_draws, thin, seed):
-    exact, edges = exact_joint()
-    keys, conc = dart_chain(step_cls, options, n_draws, thin, seed)
+def _joint_tv(step_cls, options, n_draws, thin, seed, case=PLAIN_CASE):
+    exact, edges = exact_joint(case=case)
+    keys, conc = dart_chain(step_cls, options, n_draws, thin, seed, case=case)
     u = conc / (conc + SPEC.rho_for(2))
     bins = np.clip(np.searchsorted(edges, u) - 1, 0, U_BINS - 1)
     counts = {}
@@ -153,6 +167,14 @@ def test_exact_joint_has_the_correction():
 ], ids=["cgm", "pg", "ct", "reshape"])
 def test_dirichlet_split_weights_match_the_exact_joint_posterior(step_cls, options, thin):
     tv, threshold = _joint_tv(step_cls, options, 10_000, thin, seed=3)
+    assert tv < threshold, f"TV {tv:.4f} >= {threshold:.4f}"
+
+
+def test_weights_shared_by_the_split_columns_of_a_covariate_with_missing_values():
+    """A covariate with missing values splits as x and -x: one Dirichlet weight for both."""
+    case = _missing_case()
+    assert case[0].shape[1] == 3
+    tv, threshold = _joint_tv(pmt.CGMStep, {}, 10_000, 20, seed=4, case=case)
     assert tv < threshold, f"TV {tv:.4f} >= {threshold:.4f}"
 
 

@@ -199,6 +199,10 @@ class BaseTreeStep(ArrayStepShared):
     # ----------------------------------------------------------------------------- the chain
 
     def _reset_chain(self) -> None:
+        # the weights first: the roots cache their available weight
+        self.split_weights = None if self.sparse is None else new_split_weights(
+            self.sparse, self.p, self.rng, self.columns.source, self.columns.column_weights(np.ones(self.p)))
+        self._use_split_weights()
         self.forests = []
         self.f = np.empty((self.k, self.n))
         for out, f in zip(self.outputs, self.f, strict=True):
@@ -209,9 +213,6 @@ class BaseTreeStep(ArrayStepShared):
         self.synced = False
         self._changed = np.zeros((self.k, self.m), dtype=np.bool_)
         self._split_counts = np.zeros(self.data.codes.shape[0], dtype=np.int64)
-        self.split_weights = None if self.sparse is None else new_split_weights(
-            self.sparse, self.p, self.columns.source, self.columns.column_weights(np.ones(self.p)))
-        self._use_split_weights()
 
     def _split_weight_stats(self) -> dict:
         sw = self.split_weights
