@@ -26,9 +26,9 @@ from scipy import integrate, special, stats
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers import splitprior
+from pymc_treesamplers.binning import split_columns
 from pymc_treesamplers.forest import Forest, forest_summary, init_roots
 from pymc_treesamplers.kernels.driver import new_work
-from pymc_treesamplers.binning import split_columns
 from pymc_treesamplers.records import Pseudo, TreePrior, split_data
 from pymc_treesamplers.splitprior import DirichletSplitPrior, kernel_weights, new_split_weights, update_split_weights
 
