@@ -133,7 +133,7 @@ def test_pymc_bart_keywords_meaning_the_same_are_accepted_others_refused():
         pmt.BART("b", X, Y, m=5, split_rules=[ContinuousSplitRule()] * X.shape[1])
         with pytest.raises(ValueError, match="leaves here are constants"):
             pmt.BART("c", X, Y, response="linear")
-        with pytest.raises(ValueError, match=r"split_rules\[1\] is a OneHotSplitRule.*numeric codes"):
+        with pytest.raises(ValueError, match=r"split_rules\[1\] is a OneHotSplitRule.*pandas category"):
             pmt.BART("d", X, Y, split_rules=[ContinuousSplitRule, OneHotSplitRule, ContinuousSplitRule])
 
 
