@@ -18,7 +18,7 @@ import xarray as xr
 from pymc.model import modelcontext
 
 from .bart import BARTRV, bart_covariates
-from .trace import predict
+from .trace import CodedX, predict
 
 __all__ = ["sample_posterior_predictive"]
 
@@ -37,8 +37,9 @@ def _bart_vars(model, idata) -> list:
     return out
 
 
-def _current_X(rv) -> np.ndarray:
-    return np.asarray(bart_covariates(rv).eval(), dtype=float)
+def _current_X(rv) -> CodedX:
+    """The variable's current covariates, coded as in training (its Op knows its categorical columns)."""
+    return CodedX(np.asarray(bart_covariates(rv).eval(), dtype=float), rv.owner.op.categorical)
 
 
 def _replace_posterior(idata, values: dict, model) -> xr.DataTree:

@@ -97,6 +97,12 @@ def test_predictions_with_categories_unseen_ones_and_wrong_types():
     with pytest.raises(TypeError, match=r"column\(s\) \[0\] hold numbers, but the model split them as categories"):
         pmt.predict(idata, X.assign(city=1.0), "mu")
     assert list(pmt.get_variable_inclusion(idata, X=X).index) in (["city", "x"], ["x", "city"])
+    # PyMC's predictive route through the model's own covariates keeps them too
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=8)
+        pm.Normal("y", mu, 0.3, observed=y)
+        pred = pmt.sample_posterior_predictive(idata, var_names=["mu"], progressbar=False)
+    np.testing.assert_allclose(pred.posterior_predictive["mu"].values, idata.posterior["mu"].values, atol=1e-12)
     # the tools that edit the covariates keep the categories
     vi = pmt.compute_variable_importance(idata, X, "mu", samples=10)
     assert len(vi["r2_mean"]) == 2
