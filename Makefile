@@ -9,7 +9,7 @@ export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesa
 
 .PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-smctree \
 	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
-	bench-california-shipped clean
+	bench-california-shipped bench-scale bench-scale-quick clean
 
 $(STAMP): pyproject.toml
 	@set -e; if [ ! -x $(PY) ]; then \
@@ -96,6 +96,14 @@ bench-sparsity-quick: $(VENV)/.bench-installed
 # pymc-bart and stochtree (issue 16)
 bench-california-shipped: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.california_shipped
+
+# seconds per sweep and peak memory at 10^4..10^7 rows, 1 and 2 threads, against stochtree and pymc-bart
+# (issue 17; about an hour, most of it at 10^7 rows); the quick one is 10^4 and 10^5 rows only
+bench-scale: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.scale
+
+bench-scale-quick: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.scale --quick
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed

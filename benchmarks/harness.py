@@ -129,11 +129,12 @@ def source_hash(tree: Path) -> str:
 # =========================================================================== child processes
 
 
-def child_env(src: Path | None = None, shim: Path | None = None) -> dict[str, str]:
-    """Environment of a child: threads pinned, numba cache per source, PYTHONPATH for ``src``."""
+def child_env(src: Path | None = None, shim: Path | None = None, threads: int = 1) -> dict[str, str]:
+    """Environment of a child: threads pinned (to 1 unless a run measures threads), numba cache per
+    source, PYTHONPATH for ``src``."""
     env = dict(os.environ)
     for var in THREAD_VARS:
-        env[var] = "1"
+        env[var] = str(threads)
     # numba's cache=True notices edits to a function's own file only, not to the kernels it calls
     # from other files: a cache directory per source hash never serves stale machine code (and
     # keeps two checkouts apart)
@@ -192,14 +193,16 @@ def own_cpu_s() -> float:
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
-def monitor_child(cmd: list[str], log_path: Path, timeout_s: float, env: dict, cwd: Path) -> dict:
+def monitor_child(cmd: list[str], log_path: Path, timeout_s: float, env: dict, cwd: Path,
+                  mem_limit_mb: float | None = None) -> dict:
     """Run ``cmd`` in a new session with output to ``log_path``; poll its process tree until it ends.
 
     Returns the return code, elapsed seconds, whether it timed out, the machine's busy CPU seconds
     over the run (all processes), the CPU seconds of the child's tree as last polled, and peak
     memory: ``peak_pss_sum_mb`` (summed PSS of the tree, pages shared by forked chain workers split
     between them: the fairest total), ``peak_rss_sum_mb`` (summed RSS, shared pages counted in every
-    process) and ``peak_rss_proc_mb`` (largest single process).
+    process) and ``peak_rss_proc_mb`` (largest single process). With ``mem_limit_mb``, a tree whose
+    summed RSS passes it is stopped like a timed-out one (``mem_limit_hit``), before the machine swaps.
     """
     import psutil
 
@@ -209,7 +212,7 @@ def monitor_child(cmd: list[str], log_path: Path, timeout_s: float, env: dict, c
     cpu_seen: dict = {}
     peak = [0, 0, 0]
     load_max = 0.0
-    timed_out = False
+    timed_out = mem_hit = False
     t0 = time.perf_counter()
     with open(log_path, "w") as log:
         child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd)
@@ -217,8 +220,9 @@ def monitor_child(cmd: list[str], log_path: Path, timeout_s: float, env: dict, c
         while child.poll() is None:
             peak = [max(a, b) for a, b in zip(peak, _tree_memory(proc, cpu_seen), strict=True)]
             load_max = max(load_max, os.getloadavg()[0])
-            if time.perf_counter() - t0 > timeout_s:
-                timed_out = True
+            mem_hit = mem_limit_mb is not None and peak[0] / 2**20 > mem_limit_mb
+            if time.perf_counter() - t0 > timeout_s or mem_hit:
+                timed_out = not mem_hit
                 try:
                     os.killpg(child.pid, signal.SIGTERM)  # the child's own session only
                     child.wait(30)
@@ -238,6 +242,7 @@ def monitor_child(cmd: list[str], log_path: Path, timeout_s: float, env: dict, c
         "parent_cpu_s": time.process_time() - self_cpu0,  # this polling process
         "loadavg1_max": load_max,
         "timed_out": timed_out,
+        "mem_limit_hit": mem_hit,
         "peak_rss_sum_mb": peak[0] / 2**20,
         "peak_pss_sum_mb": peak[1] / 2**20,
         "peak_rss_proc_mb": peak[2] / 2**20,
@@ -271,11 +276,14 @@ def run_worker(module: str, spec: dict, log_path: Path, timeout_s: float, src: P
             (shim / "benchmarks").symlink_to(ROOT / "benchmarks")
             cmd.append("-P")
         cmd += ["-m", module, "--worker", json.dumps(dict(spec, out_json=str(out_json)))]
-        mon = monitor_child(cmd, log_path, timeout_s, env=child_env(src, shim), cwd=ROOT)
+        mon = monitor_child(cmd, log_path, timeout_s, env=child_env(src, shim, spec.get("env_threads", 1)), cwd=ROOT,
+                            mem_limit_mb=spec.get("mem_limit_mb"))
         if out_json.exists():
             res = json.loads(out_json.read_text())
         else:
-            why = "timed out" if mon["timed_out"] else f"child exited with code {mon['returncode']}"
+            why = ("timed out" if mon["timed_out"] else
+                   f"stopped at {spec['mem_limit_mb']:.0f} MB of memory" if mon["mem_limit_hit"] else
+                   f"child exited with code {mon['returncode']}")
             res = {"spec": _public(spec), "status": "error", "error": f"{why}; log tail:\n{tail(log_path)}"}
     res.update(mon)
     ours = max(res.get("own_cpu_s") or 0.0, mon["tree_cpu_s_polled"]) + mon["parent_cpu_s"]

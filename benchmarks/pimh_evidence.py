@@ -51,7 +51,7 @@ def worker_body(spec: dict) -> dict:
     sigma = float(np.sqrt(idata.posterior["sigma2"].values[0, -1]))
     tree = tree_of(step.forests[0].arrays(), 0)
     data, prior = step.data, step.outputs[0].prior
-    ps = Pseudo(np.asarray(y, dtype=float), np.full(len(y), sigma**-2))
+    ps = Pseudo(np.asarray(y, dtype=float), np.full(len(y), sigma**-2), 1)
     rng = np.random.default_rng(spec["seed"])
     one = smc.SMCOptions(1, _PROPOSALS[proposal], 0, 1.0, 5000)
     P1 = smc.new_particles(1, len(y))

@@ -81,15 +81,16 @@ def init_roots(forest, data, value):
 
 
 @numba.njit(cache=True, nogil=True)
-def forest_sum(forest, out):
-    """Sum of all trees at the training rows, trees added in order 0..m-1 for every row.
+def forest_sum(forest, out, threads=1):
+    """Sum of all trees at the training rows, trees added in order 0..m-1 for every row (each tree's
+    rows in parallel blocks with ``threads > 1`` on long data: the order per row stays the same).
 
     The same order as prediction on new data, so both give bitwise-identical results.
     """
     for i in range(out.shape[0]):
         out[i] = 0.0
     for j in range(forest.ints.shape[0]):
-        add_tree(tree_of(forest, j), out, 1.0)
+        add_tree(tree_of(forest, j), out, 1.0, threads)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -8,19 +8,13 @@ import math
 
 import numba
 
+from .rows import range_suff
+
 
 @numba.njit(cache=True, nogil=True)
 def leaf_suff(ps, pj, s, e):
-    """``(W, S)`` over the rows ``pj[s:e]``."""
-    r = ps.r
-    w = ps.w
-    W = 0.0
-    S = 0.0
-    for t in range(s, e):
-        i = pj[t]
-        W += w[i]
-        S += w[i] * r[i]
-    return W, S
+    """``(W, S)`` over the rows ``pj[s:e]`` (by blocks on long ranges: :func:`~pymc_treesamplers.rows.range_suff`)."""
+    return range_suff(ps.r, ps.w, pj, s, e, ps.threads)
 
 
 @numba.njit(cache=True, nogil=True)

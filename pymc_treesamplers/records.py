@@ -45,10 +45,14 @@ class TreePrior(NamedTuple):
 
 
 class Pseudo(NamedTuple):
-    """Pseudo-data of one tree: ``r_i ~ N(g(x_i), 1 / w_i)``; ``r`` is the running residual."""
+    """Pseudo-data of one tree: ``r_i ~ N(g(x_i), 1 / w_i)``; ``r`` is the running residual.
+
+    ``threads``: how many threads the passes over long row ranges may use (:mod:`pymc_treesamplers.rows`).
+    """
 
     r: np.ndarray
     w: np.ndarray
+    threads: int
 
 
 class Tree(NamedTuple):

@@ -36,7 +36,7 @@ class LazyGaussian(NamedTuple):
 
 @numba.njit(cache=True, nogil=True)
 def _pseudo(lik, j, tree):
-    return Pseudo(lik.r, lik.w)
+    return Pseudo(lik.r, lik.w, 1)
 
 
 @numba.njit(cache=True, nogil=True)

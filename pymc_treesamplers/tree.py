@@ -36,6 +36,7 @@ from .prior import (
     node_log_avail,
     rule_log_prob,
 )
+from .rows import add_tree  # noqa: F401  (part of this module's API: one tree's fit)
 
 GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
 
@@ -418,26 +419,12 @@ def copy_perm(src, dst):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_tree(t, out, sign):
-    """``out[i] += sign * value(leaf of i)`` for every row: adds or removes one tree's fit."""
-    ti = t.ints
-    for k in range(t.nn[0]):
-        if ti[k, LEFT] < 0:
-            val = sign * t.floats[k, VALUE]
-            for q in range(ti[k, START], ti[k, END]):
-                out[t.perm[q]] += val
-
-
-@numba.njit(cache=True, nogil=True)
 def draw_leaves(rng, t, prior, ps):
     """Draw every leaf of ``t`` from its conditional and subtract the tree from ``ps.r``."""
     ti = t.ints
     for k in range(t.nn[0]):
         if ti[k, LEFT] < 0:
-            s = ti[k, START]
-            e = ti[k, END]
-            wk, sk = leaf_suff(ps, t.perm, s, e)
-            val = leaf_draw(rng, prior, wk, sk)
-            t.floats[k, VALUE] = val
-            for q in range(s, e):
-                ps.r[t.perm[q]] -= val
+            wk, sk = leaf_suff(ps, t.perm, ti[k, START], ti[k, END])
+            t.floats[k, VALUE] = leaf_draw(rng, prior, wk, sk)
+    # after every draw: leaves own disjoint rows, so no leaf's sums see another's subtraction
+    add_tree(t, ps.r, -1.0, ps.threads)

@@ -48,7 +48,7 @@ def _sweep_record_impl(lik, forest, f):
 
     def gaussian(lik, forest, f):
         forest_sum(forest, f)
-        return Pseudo(lik.r - f, lik.w)
+        return Pseudo(lik.r - f, lik.w, 1)
 
     return gaussian
 
@@ -118,7 +118,7 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     labels = np.empty((n_draws, m, n), dtype=np.int64)
     rates = np.zeros(n_draws if return_rates else 0)
     if family is None:
-        lik = Pseudo(np.asarray(r, float), np.asarray(w, float))
+        lik = Pseudo(np.asarray(r, float), np.asarray(w, float), 1)
     else:
         f = np.empty(n)
         forest_sum(forest.arrays(), f)

@@ -151,7 +151,7 @@ def test_pivot_chain_matches_the_tree_prior_on_its_class():
     p, n = codes.shape
     _, r, w = tiny_data(0)
     prior = TreePrior(0.95, 2.0, 0.0, 1.0)
-    ps = Pseudo(r, w)
+    ps = Pseudo(r, w, 1)
     order = np.empty(4 * n + 4, dtype=NODE_INT)
     start = _seq(_random_tree(codes, np.random.default_rng(16), 6))  # a class of 31 trees
     cls, todo = {_key(*start)}, [_key(*start)]

@@ -44,7 +44,7 @@ def _smc(codes_np, r, w, n_runs, C, proposal, resampling, ess, seed):
     labels = np.empty((n_runs, n), dtype=np.int64)
     _runs(np.random.default_rng(seed), n_runs, smc.SMCOptions(C, proposal, resampling, ess, 1000),
           tree_of(forest.arrays(), 0), smc.new_particles(C, n), data, TreePrior(0.95, 2.0, 0.0, 1.0),
-          Pseudo(np.asarray(r, float), np.asarray(w, float)), smc.new_proposal_scratch(data.codes), log_z, labels)
+          Pseudo(np.asarray(r, float), np.asarray(w, float), 1), smc.new_proposal_scratch(data.codes), log_z, labels)
     return log_z, [partition_key(row) for row in labels]
 
 

@@ -190,7 +190,7 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
         scratch = Tree(work.ints, work.floats, tree.perm, work.nn)
         if not (resume and j == j0):
             ps = tree_pseudo(lik, j, tree)
-            add_tree(tree, ps.r, 1.0)
+            add_tree(tree, ps.r, 1.0, ps.threads)
             copy_nodes(tree, scratch)
             status = tree_update(rng, j, scratch, data, prior, ps, sk)
             if status < 0:
@@ -200,9 +200,9 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
             if not accept_proposal(rng, lik, j, tree, scratch, ps):
                 # the proposal reordered the shared rows: re-split them by the old tree's rules,
                 # and put the old tree's fit, not the proposal's, off the residual
-                add_tree(scratch, ps.r, 1.0)
+                add_tree(scratch, ps.r, 1.0, ps.threads)
                 repartition_subtree(tree, data, ROOT, work.order)
-                add_tree(tree, ps.r, -1.0)
+                add_tree(tree, ps.r, -1.0, ps.threads)
                 copy_nodes(tree, scratch)
                 changed[j] = False
             if scratch.nn[0] > cap:

@@ -292,7 +292,7 @@ def family_pseudo(lik, j, tree):
             if ti[k, LEFT] < 0:
                 total += _leaf_part(lik, tree.perm, ti[k, START], ti[k, END], tree.floats[k, VALUE], None)[0]
     lik.acc[0] = total
-    return Pseudo(lik.r, lik.w)
+    return Pseudo(lik.r, lik.w, 1)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -100,7 +100,7 @@ def _pseudo(lik, j, tree):
         _host_derivs(lik.key, lik.x, lik.z, lik.w)
     for i in range(g.shape[0]):
         set_working_row(lik, i, c, lik.z[i], lik.w[i])
-    return Pseudo(lik.r, lik.w)
+    return Pseudo(lik.r, lik.w, 1)
 
 
 @numba.njit(cache=True)

@@ -33,6 +33,7 @@ from ..kernels.families import POISSON_LOG, family_lik
 from ..kernels.graph import graph_lik, register_host
 from ..likelihood import FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
 from ..records import Pseudo, TreePrior, split_data
+from ..rows import check_threads, numba_threads
 from ..splitprior import kernel_weights, new_split_weights, update_split_weights
 from ..trace import encode_forest
 
@@ -83,7 +84,9 @@ class BaseTreeStep(ArrayStepShared):
     _state_class = TreeStepState
     _extra_stats: dict[str, type] = {}
 
-    def __init__(self, vars=None, *, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
+    def __init__(self, vars=None, *, threads: int = 1, model=None, initial_point=None, compile_kwargs=None,
+                 blocked=False, rng=None):
+        self.threads = check_threads(threads)
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.value_vars if isinstance(model.values_to_rvs[v].owner.op, BARTRV)]
@@ -208,7 +211,7 @@ class BaseTreeStep(ArrayStepShared):
         for out, f in zip(self.outputs, self.f, strict=True):
             forest = Forest.empty(self.m, self.n, out.prior.mu0)
             init_roots(forest.arrays(), self.data, out.prior.mu0)
-            forest_sum(forest.arrays(), f)
+            forest_sum(forest.arrays(), f, 1)
             self.forests.append(forest)
         self.synced = False
         self._changed = np.zeros((self.k, self.m), dtype=np.bool_)
@@ -255,7 +258,9 @@ class BaseTreeStep(ArrayStepShared):
         forest, prior, changed = self.forests[i], self.outputs[i].prior, self._changed[i]
         j, resume = 0, False
         while True:
-            code, j = kernels.sweep(self.rng, j, resume, self.data, prior, forest.arrays(), ps, work, scratch, changed)
+            with numba_threads(self.threads):
+                code, j = kernels.sweep(self.rng, j, resume, self.data, prior, forest.arrays(), ps, work, scratch,
+                                        changed)
             if code == SWEEP_DONE:
                 return
             if code == SWEEP_FAILED:
@@ -286,9 +291,11 @@ class BaseTreeStep(ArrayStepShared):
                 accepted.append(lik.counts[1] / max(lik.counts[0], 1))
             else:
                 z, w = out.working(f)
-                self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - f, np.asarray(w, dtype=np.float64)), i)
+                self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - f, np.asarray(w, dtype=np.float64),
+                                       self.threads), i)
             fr = self.forests[i].arrays()
-            kernels.forest_sum(fr, f)
+            with numba_threads(self.threads):
+                kernels.forest_sum(fr, f, self.threads)
             d, nl = kernels.forest_summary(fr, self._split_counts)
             depth, leaves = depth + d / self.k, leaves + nl / self.k
             split_counts += self._split_counts
@@ -374,7 +381,7 @@ def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
     elif out.corrected:
         ps = graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))
     else:
-        ps = Pseudo(np.zeros(4), np.ones(4))
+        ps = Pseudo(np.zeros(4), np.ones(4), 1)
     args = (np.random.default_rng(0), 0, False, data, out.prior, fa, ps, new_work(4), step._new_scratch(codes, 1),
             np.zeros(1, dtype=np.bool_))
     cached = _in_numba_cache(sweep, args)
@@ -384,7 +391,7 @@ def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
                   kind[0].__name__, f" for {kind[1].__name__}" if out.corrected else "")
     init_roots(fa, data, 0.0)
     sweep(*args)
-    forest_sum(fa, np.empty(4))
+    forest_sum(fa, np.empty(4), 1)
     forest_summary(fa, np.zeros(1, dtype=np.int64))
     encode_forest(forest, np.zeros((1, 2)))
     if not cached:

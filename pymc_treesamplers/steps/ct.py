@@ -53,6 +53,9 @@ class CTBirthDeathStep(BaseTreeStep):
         a Gibbs redraw of a node's rule among the rules that cut its rows the same way, mirrored or
         not (it moves a root split from x1 to the equivalent split on x3 on the Wu et al. data).
         ``rotate=True, change=True`` is the paper's CT-C arm, ``rotate=True`` alone its CT-B.
+    threads : int, default 1
+        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
+        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -82,6 +85,7 @@ class CTBirthDeathStep(BaseTreeStep):
         compile_kwargs=None,
         blocked=False,
         rng=None,
+        threads: int = 1,
     ):
         if mode not in ("horizon", "jump"):
             raise ValueError(f"mode must be 'horizon' or 'jump', got {mode!r}")
@@ -99,7 +103,7 @@ class CTBirthDeathStep(BaseTreeStep):
         self._extra_stats = {"jumps": np.float64, "total_rate": np.float64}
         if mode == "jump":
             self._extra_stats["waiting_time"] = np.float64
-        super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
+        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)
         if mode == "jump":
             model = pm.modelcontext(model)

@@ -27,6 +27,9 @@ class GrowPruneStep(_MHStep):
     ----------
     vars : list of one BART variable, optional
         Defaults to the model's BART variable.
+    threads : int, default 1
+        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
+        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -37,9 +40,10 @@ class GrowPruneStep(_MHStep):
 
     name = "growprune"
 
-    def __init__(self, vars=None, *, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
+    def __init__(self, vars=None, *, threads: int = 1, model=None, initial_point=None, compile_kwargs=None,
+                 blocked=False, rng=None):
         self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
-        super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
+        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)
 
 
@@ -55,6 +59,9 @@ class CGMStep(_MHStep):
     move_probs : sequence of 4 floats, default (0.25, 0.25, 0.40, 0.10)
         Probabilities of proposing a grow, prune, change and swap. Grow and prune must be
         positive (they are each other's reverse); the four must sum to 1.
+    threads : int, default 1
+        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
+        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -75,6 +82,7 @@ class CGMStep(_MHStep):
         compile_kwargs=None,
         blocked=False,
         rng=None,
+        threads: int = 1,
     ):
         try:
             probs = np.asarray(move_probs, dtype=float)
@@ -87,5 +95,5 @@ class CGMStep(_MHStep):
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
-        super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
+        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)

@@ -50,6 +50,9 @@ class PGBARTStep(BaseTreeStep):
         runs a fresh unconditional SMC (same options) and takes a tree from it with probability
         ``min(1, Z'/Z)`` of the two runs' marginal-likelihood estimates. Unlike the conditional
         run, a fresh run owes nothing to the old tree, so a chain can leave a poor tree whole.
+    threads : int, default 1
+        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
+        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -83,6 +86,7 @@ class PGBARTStep(BaseTreeStep):
         compile_kwargs=None,
         blocked=False,
         rng=None,
+        threads: int = 1,
     ):
         c = num_particles
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 2:
@@ -107,7 +111,7 @@ class PGBARTStep(BaseTreeStep):
             self._extra_stats = {**self._extra_stats, "pimh_accept": np.float64}
         self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages),
                                _EXPANSIONS[expansion])
-        super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
+        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)
 
     def _new_scratch(self, codes, m):

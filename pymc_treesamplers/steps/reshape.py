@@ -44,6 +44,9 @@ class ReshapeStep(BaseTreeStep):
         Probabilities of grow, prune, change, swap, restructure, splice and reroute proposals;
         grow and prune must be positive, the seven must sum to 1. A single-leaf tree always
         proposes a grow.
+    threads : int, default 1
+        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
+        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -70,6 +73,7 @@ class ReshapeStep(BaseTreeStep):
         compile_kwargs=None,
         blocked=False,
         rng=None,
+        threads: int = 1,
     ):
         if n_moves is not None and (isinstance(n_moves, bool) or not isinstance(n_moves, (int, np.integer))
                                     or n_moves < 1):
@@ -87,7 +91,7 @@ class ReshapeStep(BaseTreeStep):
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
         self._n_moves = n_moves
-        super().__init__(vars, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
+        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
                          blocked=blocked, rng=rng)
 
     @property

@@ -1,0 +1,233 @@
+"""Scale: seconds per sweep and peak memory from 10^4 to 10^7 rows, 1 and 2 threads, against stochtree and pymc-bart.
+
+    python -m benchmarks.scale [--quick] [--sizes 1e4,1e5,1e6,1e7]
+        [--arms pmt-1,pmt-2,stochtree-1,stochtree-2,pymc-bart] [--out docs/scale-benchmark.md] [--json PATH]
+    python -m benchmarks.scale --render-only [--quick | --json PATH]
+
+Issue 17's protocol: Friedman #1 (``datasets.friedman1_train_test``, seed 1234) with n = 10^4, 10^5,
+10^6 and 10^7 training rows, p = 10, m = 200 trees, one chain; every arm of one n in one run, each in
+its own child process (``benchmarks.harness``: peak memory of the process tree, other load on the
+machine), children one after the other:
+
+* ``pmt-1``, ``pmt-2``: ``pmt.GrowPruneStep([mu], threads=1 or 2)`` and ``sigma2 ~ InverseGamma``
+  (Chipman's prior) by its conjugate draw (``pmt.NormalScaleGibbs``, assigned by ``pm.sample``), the
+  same model as stochtree's; ``pm.sample(chains=1, tune=B, draws=K, var_names=["sigma2"])``: the
+  BART variable itself is not stored (n floats per draw; predictions come from the stored forests).
+  Seconds per sweep: the median over the K kept iterations of the time between PyMC's per-draw
+  callbacks (the whole iteration: tree sweep, sigma draw, PyMC's bookkeeping).
+* ``stochtree-1``, ``stochtree-2``: ``BARTModel.sample`` with ``num_threads`` 1 or 2, grow/prune MCMC
+  from single-leaf trees (``num_gfr=0``), sigma^2 by its Gibbs draw. Seconds per sweep: it reports no
+  per-sweep times, so two fits in the same process, with 2 and 2 + K sweeps, and the difference of
+  their wall times over K (its set-up, run twice, cancels).
+* ``pymc-bart``: its PGBART step (1 thread; no thread option) with sigma by NUTS, at n <= 10^5 only
+  (it keeps every particle's prediction of every row: at 10^6 rows that is out of reach); the
+  median time between callbacks.
+
+B = 3, K = 5 at n >= 10^6; B = 20, K = 30 below (``--quick``: n = 10^4 and 10^5, B = 5, K = 10).
+A child whose process tree passes 20 GB of resident memory is stopped and reported as over the
+limit (the machine has 24 GB).
+
+The same draws with 1 and 2 threads are a test (``tests/test_rows.py``), not a benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from benchmarks import harness
+from benchmarks.harness import fmt, md_table
+
+MODULE = "benchmarks.scale"
+ARMS = ["pmt-1", "pmt-2", "stochtree-1", "stochtree-2", "pymc-bart"]
+LABELS = {"pmt-1": "pmt GrowPrune, 1 thread", "pmt-2": "pmt GrowPrune, 2 threads",
+          "stochtree-1": "stochtree, 1 thread", "stochtree-2": "stochtree, 2 threads",
+          "pymc-bart": "pymc-bart (PGBART)"}
+SIZES = [10**4, 10**5, 10**6, 10**7]
+SEED, M, P = 1234, 200, 10
+PYMC_BART_MAX_N = 10**5
+MEM_LIMIT_MB = 20 * 1024
+# targets of issue 17
+RATIO_TARGET, RATIO_FROM = 0.6, 10**5
+SPEEDUP_TARGET, SPEEDUP_FROM = 1.6, 10**6
+MEM_TARGET_GB, MEM_AT = 16.0, 10**7
+
+
+def sweeps_for(n: int, quick: bool) -> tuple[int, int]:
+    """(burn-in B, kept K) sweeps at ``n`` rows."""
+    if quick:
+        return 5, 10
+    return (3, 5) if n >= 10**6 else (20, 30)
+
+
+def _data(n: int):
+    from pymc_treesamplers.datasets import friedman1_train_test
+
+    X, y, _, _, _ = friedman1_train_test(n, SEED, n_test=10, p=P)
+    return X, y
+
+
+def _fit_pymc(spec: dict, X, y) -> dict:
+    import pymc as pm
+
+    stamps: list[float] = []
+    arm = spec["arm"]
+    with pm.Model():
+        if arm == "pymc-bart":
+            import pymc_bart
+
+            mu = pymc_bart.BART("mu", X, y, m=M)
+            sigma = pm.HalfNormal("sigma", float(y.std()))
+            pm.Normal("y", mu, sigma, observed=y)
+            keep, step = ["sigma"], None
+        else:
+            import pymc_treesamplers as pmt
+
+            mu = pmt.BART("mu", X, y, m=M)
+            a, b = pmt.chipman_sigma2_prior(X, y)
+            sigma2 = pm.InverseGamma("sigma2", a, b)
+            pm.Normal("y", mu, pm.math.sqrt(sigma2), observed=y)
+            keep, step = ["sigma2"], [pmt.GrowPruneStep([mu], threads=spec["threads"])]
+        t0 = time.perf_counter()
+        pm.sample(tune=spec["tune"], draws=spec["draws"], chains=1, cores=1, random_seed=SEED, step=step,
+                  var_names=keep, progressbar=False, compute_convergence_checks=False,
+                  callback=lambda trace, draw: stamps.append(time.perf_counter()))
+        wall = time.perf_counter() - t0
+    gaps = np.diff(stamps)[spec["tune"]:]  # the kept iterations (the callback sees tuning draws too)
+    return {"sweep_s": float(np.median(gaps)), "sweep_s_mean": float(gaps.mean()), "wall_s": wall,
+            "sweeps": len(stamps)}
+
+
+def _stochtree_wall(X, y, sweeps: int, threads: int) -> float:
+    from stochtree import BARTModel
+
+    t0 = time.perf_counter()
+    BARTModel().sample(X_train=X, y_train=y, num_gfr=0, num_burnin=0, num_mcmc=sweeps,
+                       general_params={"num_chains": 1, "random_seed": SEED, "num_threads": threads},
+                       mean_forest_params={"num_trees": M})
+    return time.perf_counter() - t0
+
+
+def _fit_stochtree(spec: dict, X, y) -> dict:
+    short = _stochtree_wall(X, y, 2, spec["threads"])
+    long = _stochtree_wall(X, y, 2 + spec["draws"], spec["threads"])
+    return {"sweep_s": (long - short) / spec["draws"], "wall_s": short + long, "setup_and_2_sweeps_s": short,
+            "sweeps": 4 + spec["draws"]}
+
+
+def worker_body(spec: dict) -> dict:
+    t0 = time.perf_counter()
+    X, y = _data(spec["n"])
+    data_s = time.perf_counter() - t0
+    out = (_fit_stochtree if spec["arm"].startswith("stochtree") else _fit_pymc)(spec, X, y)
+    return {"data_s": data_s, **out}
+
+
+def describe(res: dict) -> str:
+    return f"{res['sweep_s']:.3f} s per sweep, peak {res['peak_rss_sum_mb'] / 1024:.2f} GB"
+
+
+def _ok(r) -> bool:
+    return bool(r) and r.get("status") == "ok"
+
+
+def _status(r: dict) -> str:
+    if r.get("mem_limit_hit"):
+        return f"**over {MEM_LIMIT_MB / 1024:.0f} GB**"
+    return f"**{r.get('status')}**"
+
+
+def render(saved: dict) -> str:
+    st = saved["settings"]
+    lines = harness.header_lines("Scale: rows, threads and memory" + (" — --quick smoke run" if st["quick"] else ""),
+                                 saved["meta"], runs=saved["results"])
+    lines += [
+        f"* Friedman #1, p = {P}, m = {M}, one chain, seed {SEED}; sweeps per arm as in the protocol "
+        "(`benchmarks/scale.py` docstring): seconds per sweep in the steady state (median over the kept "
+        "sweeps, after burn-in; stochtree's by the difference of two fits); peak memory = summed resident "
+        "memory of the child's process tree (data, model, sampler, trace).",
+        "* pmt arms: GrowPrune and sigma^2 by its conjugate draw, the BART variable not stored in the trace "
+        "(`var_names=['sigma2']`; docs/scale.md).",
+        "",
+    ]
+    by = {(r["spec"]["n"], r["spec"]["arm"]): r for r in saved["results"]}
+    rows = []
+    for r in saved["results"]:
+        sp = r["spec"]
+        if not _ok(r):
+            rows.append([f"{sp['n']:.0e}", LABELS[sp["arm"]], _status(r), "", "",
+                         fmt(r.get("peak_rss_sum_mb", 0) / 1024)])
+            continue
+        ref = by.get((sp["n"], "stochtree-" + sp["arm"][-1])) if sp["arm"].startswith("pmt") else None
+        ratio = fmt(r["sweep_s"] / ref["sweep_s"]) if _ok(ref) else ""
+        rows.append([f"{sp['n']:.0e}", LABELS[sp["arm"]], fmt(r["sweep_s"]), ratio, fmt(r["wall_s"]),
+                     fmt(r["peak_rss_sum_mb"] / 1024)])
+    lines += [md_table(["n", "arm", "s per sweep", "x stochtree (same threads)", "wall s", "peak GB"], rows), ""]
+    lines += ["## Targets (issue 17)", ""]
+    targets = []
+    for n in st["sizes"]:
+        for t in (1, 2):
+            ours, ref = by.get((n, f"pmt-{t}")), by.get((n, f"stochtree-{t}"))
+            if n >= RATIO_FROM and _ok(ours):
+                if _ok(ref):
+                    q = ours["sweep_s"] / ref["sweep_s"]
+                    targets.append([f"n = {n:.0e}, {t} thread(s): per sweep <= {RATIO_TARGET}x stochtree", fmt(q),
+                                    "✅ met" if q <= RATIO_TARGET else "❌ not met"])
+                elif ref:
+                    targets.append([f"n = {n:.0e}, {t} thread(s): per sweep <= {RATIO_TARGET}x stochtree",
+                                    f"stochtree: {_status(ref)}", "stochtree did not run"])
+        one, two = by.get((n, "pmt-1")), by.get((n, "pmt-2"))
+        if n >= SPEEDUP_FROM and _ok(one) and _ok(two):
+            s = one["sweep_s"] / two["sweep_s"]
+            targets.append([f"n = {n:.0e}: 2 threads >= {SPEEDUP_TARGET}x faster than 1", fmt(s),
+                            "✅ met" if s >= SPEEDUP_TARGET else "❌ not met"])
+        if n == MEM_AT and (one or two):
+            peak = max((r.get("peak_rss_sum_mb", 0) for r in (one, two) if r), default=0) / 1024
+            fits = all(_ok(r) for r in (one, two) if r) and peak <= MEM_TARGET_GB
+            targets.append([f"n = {n:.0e}, one chain: fits in {MEM_TARGET_GB:.0f} GB", f"{peak:.2f} GB",
+                            "✅ met" if fits else "❌ not met"])
+    lines += [md_table(["target", "measured", "verdict"], targets) if targets else "(no target measured)", ""]
+    lines += harness.run_notes(saved["results"], lambda sp: f"n = {sp['n']:.0e} {sp['arm']}")
+    lines += [harness.source_line(saved["meta"]), ""]
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="smoke run: n = 1e4 and 1e5, 5 + 10 sweeps")
+    p.add_argument("--sizes", default=None, help="comma list of n (default 1e4,1e5,1e6,1e7)")
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma list from {ARMS}")
+    harness.add_harness_args(p, timeout_min=60.0)
+    args = p.parse_args(argv)
+    harness.resolve_report_paths(args, "scale-benchmark" + ("-quick" if args.quick else ""))
+    if args.worker is not None or args.render_only:
+        return args
+    sizes = args.sizes or ("1e4,1e5" if args.quick else ",".join(map(str, SIZES)))
+    args.sizes = [int(float(s)) for s in sizes.split(",")]
+    args.arms = harness.choice_list(args.arms, ARMS, p, "arm(s)")
+    return args
+
+
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    settings = {"quick": args.quick, "sizes": args.sizes, "arms": args.arms}
+    runs = []
+    for n in args.sizes:
+        tune, draws = sweeps_for(n, args.quick)
+        for arm in args.arms:
+            if arm == "pymc-bart" and n > PYMC_BART_MAX_N:
+                continue
+            runs.append((f"n={n:.0e} {arm}", {"n": n, "arm": arm, "threads": int(arm[-1]) if arm[-1].isdigit() else 1,
+                                              "tune": tune, "draws": draws, "mem_limit_mb": MEM_LIMIT_MB,
+                                              # the thread pools of numba, OpenMP, BLAS may use this many
+                                              "env_threads": int(arm[-1]) if arm[-1].isdigit() else 1}))
+    return settings, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, describe, render, plan)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

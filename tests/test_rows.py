@@ -1,0 +1,165 @@
+"""Passes over rows on several threads (pymc_treesamplers/rows.py): the same numbers whatever the thread count.
+
+* the block sums of a long range are bitwise the same with 1 and 2 threads, and equal a plain sum up
+  to rounding; a short range keeps the plain loop;
+* a tree's fit added on 2 threads equals the serial add bit for bit, on every row;
+* whole chains: every sampler with ``threads=2`` gives bitwise the draws (values, forests, stats) of
+  ``threads=1`` on data long enough that the sweeps take the parallel paths; a deliberately
+  thread-dependent summation (blocks of ``n / threads`` rows) is caught by the same comparison;
+* ``threads`` is checked before sampling, and a process that loaded the parallel kernels can still
+  fork PyMC's chain workers (the reason for numba's workqueue layer).
+"""
+
+import multiprocessing
+import os
+
+import numba
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_treesamplers as pmt
+from pymc_treesamplers.datasets import friedman1
+from pymc_treesamplers.layout import END, LEFT, RIGHT, START, VALUE
+from pymc_treesamplers.records import Tree
+from pymc_treesamplers.rows import BLOCK, PAR_MIN, add_tree, check_threads, numba_threads, range_suff
+
+TWO = numba.config.NUMBA_NUM_THREADS >= 2
+needs_two = pytest.mark.skipif(not TWO, reason="numba has a single thread on this machine")
+
+
+@needs_two
+def test_block_sums_do_not_depend_on_threads():
+    rng = np.random.default_rng(0)
+    n = 3 * PAR_MIN + 123
+    r, w = rng.normal(size=n) * 1e3, rng.uniform(0.5, 2.0, size=n)
+    pj = rng.permutation(n).astype(np.int32)
+    one = range_suff(r, w, pj, 7, n, 1)
+    with numba_threads(2):
+        two = range_suff(r, w, pj, 7, n, 2)
+    assert one == two  # bitwise: same blocks, block sums added in block order
+    np.testing.assert_allclose(one, (w[pj[7:]].sum(), (w * r)[pj[7:]].sum()), rtol=1e-12)
+    short = range_suff(r, w, pj, 0, PAR_MIN - 1, 2)
+    W = S = 0.0
+    for i in pj[: PAR_MIN - 1]:  # the plain loop, unchanged for short ranges
+        W += w[i]
+        S += w[i] * r[i]
+    assert short == (W, S)
+
+
+def _three_leaf_tree(n):
+    ints = np.full((5, 8), -1, dtype=np.int32)
+    floats = np.zeros((5, 3))
+    cuts = (0, n // 3 + 5, n // 3 + 5 + BLOCK // 2, n)  # leaf boundaries inside blocks
+    ints[0, [LEFT, RIGHT, START, END]] = 1, 2, 0, n
+    ints[2, [LEFT, RIGHT, START, END]] = 3, 4, cuts[1], n
+    for k, (s, e) in zip((1, 3, 4), zip(cuts[:-1], cuts[1:], strict=True), strict=True):
+        ints[k, START], ints[k, END] = s, e
+        floats[k, VALUE] = 0.1 * k + 1.0 / 3.0
+    perm = np.random.default_rng(1).permutation(n).astype(np.int32)
+    return Tree(ints, floats, perm, np.array([5], dtype=np.int32)), cuts
+
+
+@needs_two
+def test_parallel_add_equals_serial_add():
+    n = 2 * PAR_MIN + 17
+    t, cuts = _three_leaf_tree(n)
+    base = np.random.default_rng(2).normal(size=n)
+    one, two = base.copy(), base.copy()
+    add_tree(t, one, -1.0, 1)
+    with numba_threads(2):
+        add_tree(t, two, -1.0, 2)
+    np.testing.assert_array_equal(one, two)
+    expected = base.copy()
+    for k, (s, e) in zip((1, 3, 4), zip(cuts[:-1], cuts[1:], strict=True), strict=True):
+        expected[t.perm[s:e]] -= t.floats[k, VALUE]
+    np.testing.assert_array_equal(one, expected)
+
+
+def _chain(step_cls, threads, n=3 * PAR_MIN, draws=3, seed=5):
+    X, y, _ = friedman1(n, p=5, rng=3)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=4)
+        sigma2 = pm.InverseGamma("sigma2", 3.0, 3.0)
+        pm.Normal("y", mu, pm.math.sqrt(sigma2), observed=y)
+        step = step_cls([mu], threads=threads)
+        idata = pm.sample(tune=0, draws=draws, chains=1, cores=1, random_seed=seed, step=[step],
+                          progressbar=False, compute_convergence_checks=False)
+    return idata
+
+
+@needs_two
+@pytest.mark.slow
+@pytest.mark.parametrize("step_cls", [pmt.GrowPruneStep, pmt.CGMStep, pmt.PGBARTStep, pmt.CTBirthDeathStep,
+                                      pmt.ReshapeStep])
+def test_same_draws_with_one_and_two_threads(step_cls):
+    one, two = _chain(step_cls, 1), _chain(step_cls, 2)
+    np.testing.assert_array_equal(one.posterior["mu"].values, two.posterior["mu"].values)
+    np.testing.assert_array_equal(one.posterior["sigma2"].values, two.posterior["sigma2"].values)
+    assert (one.sample_stats["mu_forest"].values == two.sample_stats["mu_forest"].values).all()
+    # the trees moved: the comparison saw more than single-leaf forests
+    assert float(one.sample_stats["mu_n_leaves"].values.max()) > 1.0
+
+
+@numba.njit(cache=True, parallel=True)
+def _sums_by_thread(r, w, pj, s, e, threads):
+    # a reduction that is NOT thread-count independent: one block per thread
+    size = (e - s + threads - 1) // threads
+    parts = np.zeros((threads, 2))
+    for c in numba.prange(threads):
+        for q in range(s + c * size, min(s + (c + 1) * size, e)):
+            parts[c, 0] += w[pj[q]]
+            parts[c, 1] += w[pj[q]] * r[pj[q]]
+    return parts[:, 0].sum(), parts[:, 1].sum()
+
+
+@needs_two
+def test_a_thread_dependent_sum_is_caught():
+    # the same check as above on a reduction that splits by thread: it differs in the last bits, which
+    # is what makes a chain's draws depend on the thread count
+    rng = np.random.default_rng(4)
+    n = 3 * PAR_MIN
+    r, w = rng.normal(size=n) * 1e3, rng.uniform(0.5, 2.0, size=n)
+    pj = rng.permutation(n).astype(np.int32)
+    assert _sums_by_thread(r, w, pj, 0, n, 1) != _sums_by_thread(r, w, pj, 0, n, 2)
+    assert range_suff(r, w, pj, 0, n, 1) == range_suff(r, w, pj, 0, n, 2)
+
+
+@pytest.mark.parametrize("bad, err", [(0, ValueError), (10**6, ValueError), ("2", TypeError), (True, TypeError),
+                                      (2.0, TypeError)])
+def test_threads_checked_before_sampling(bad, err):
+    X, y, _ = friedman1(30, p=5, rng=0)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=2)
+        pm.Normal("y", mu, 1.0, observed=y)
+        with pytest.raises(err, match="threads"):
+            pmt.CGMStep([mu], threads=bad)
+    assert check_threads(np.int64(1)) == 1
+
+
+def _child_sweep(q):
+    X, y, _ = friedman1(PAR_MIN + 1, p=5, rng=0)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=2)
+        pm.Normal("y", mu, 1.0, observed=y)
+        step = pmt.GrowPruneStep([mu], threads=2)  # the child launches parallel loops
+        pm.sample(tune=0, draws=2, chains=1, cores=1, step=[step], progressbar=False, compute_convergence_checks=False)
+    q.put("ok")
+
+
+@needs_two
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork start method only")
+def test_forked_process_after_parallel_kernels_were_loaded():
+    # PyMC's chain workers with threads > 1: under numba's OpenMP layer the child aborts ("fork() called
+    # from a process already using GNU OpenMP"; NUMBA_THREADING_LAYER=omp makes this test fail)
+    n = PAR_MIN + 1
+    r, w = np.ones(n), np.ones(n)
+    with numba_threads(2):
+        range_suff(r, w, np.arange(n, dtype=np.int32), 0, n, 2)  # the parent uses the pool
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_sweep, args=(q,))
+    p.start()
+    p.join(120)
+    assert p.exitcode == 0, f"forked child exited with {p.exitcode}"
+    assert q.get(timeout=5) == "ok"
