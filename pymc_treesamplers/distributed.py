@@ -159,7 +159,8 @@ def local_cluster(n_workers: int | None = None, **kwargs: Any) -> LocalCluster:
     of one process would take turns at the GIL: PyMC's sampling loop runs in Python), and a chain whose
     worker dies is not run again (``distributed.scheduler.allowed-failures`` 0): on one machine a dying
     worker is almost always the chain's own fault (memory, a crash in compiled code), which would recur.
-    ``kwargs`` go to ``LocalCluster``. Close it (or use it in a ``with``) when done.
+    Its dashboard (with bokeh installed) listens on a free port: ``cluster.dashboard_link``. ``kwargs`` go
+    to ``LocalCluster``. Close it (or use it in a ``with``) when done.
 
     >>> from dask.distributed import Client  # doctest: +SKIP
     >>> with pmt.distributed.local_cluster(4) as cluster, Client(cluster) as client:  # doctest: +SKIP
@@ -170,7 +171,7 @@ def local_cluster(n_workers: int | None = None, **kwargs: Any) -> LocalCluster:
 
     if n_workers is None:
         n_workers = _cpu_count()
-    options = {"n_workers": n_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None,
+    options = {"n_workers": n_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": ":0",
                **kwargs}
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         return distributed.LocalCluster(**options)
@@ -322,9 +323,10 @@ def sample(model_factory: Callable[[], Any], *, chains: int, client: Client | No
         options, ...), except: ``step`` must be a callable ``step(model)`` returning the step method(s)
         (it runs on the worker, inside ``with model:``); ``initvals`` may be one dict or one per chain;
         ``quiet`` defaults to True and ``progressbar`` to False in the tasks (their output goes to the
-        workers' logs). Refused: ``cores``, ``mp_ctx``, ``model``, ``trace``, ``return_inferencedata=False``,
-        external ``nuts_sampler``. ``compute_convergence_checks`` (default True) runs once, here, on the
-        merged chains.
+        workers' logs); a ``callback`` runs on the worker, where :func:`current_chain` gives its chain.
+        Refused: ``cores``, ``mp_ctx``, ``model``, ``trace``, ``return_inferencedata=False``, external
+        ``nuts_sampler``. ``compute_convergence_checks`` (default True) runs once, here, on the merged
+        chains.
 
     Returns
     -------
