@@ -49,14 +49,19 @@ def die_in_chain_1(trace, draw):
 
 
 @pytest.fixture(scope="module")
-def client():
+def by_value():
     import cloudpickle
 
     # the workers cannot import this test module: send its functions by value
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def client(by_value):
     with pmt.distributed.local_cluster(2) as cluster, distributed.Client(cluster) as c:
         yield c
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +134,26 @@ def test_a_raising_chain_is_reported_with_its_cause(client):
     assert info.value.idata is None
     assert set(info.value.failures) == {0, 1}
     assert "chain 0: ValueError: no data on this worker" in str(info.value)
+
+
+@pytest.mark.slow
+def test_own_cluster_fresh_seed_per_chain_initvals_and_warmup(by_value):
+    """No client: sample starts and closes its own cluster; a fresh seed is recorded and reproduces the run;
+    initvals per chain and the warmup groups come through."""
+    initvals = [{"sigma": 0.5}, {"sigma": 2.0}]
+    idata = pmt.distributed.sample(build_model, chains=2, step=grow_prune, initvals=initvals,
+                                   discard_tuned_samples=False, **KW)
+    seed = idata.posterior.attrs["random_seed"]
+    assert isinstance(seed, int)
+    model = build_model()
+    with model:
+        local = pm.sample(chains=2, cores=1, random_seed=seed, step=grow_prune(model), initvals=initvals,
+                          discard_tuned_samples=False, progressbar=False, compute_convergence_checks=False, **KW)
+    assert {"warmup_posterior", "warmup_sample_stats"} <= set(idata.children)
+    for group in ("posterior", "warmup_posterior"):
+        np.testing.assert_array_equal(idata[group]["sigma"].values, local[group]["sigma"].values)
+    np.testing.assert_array_equal(idata.warmup_sample_stats["mu_forest"].values,
+                                  local.warmup_sample_stats["mu_forest"].values)
 
 
 def test_chain_seeds_are_pm_samples():
