@@ -71,11 +71,15 @@ class ChainsFailed(RuntimeError):
     def __init__(self, failures: Mapping[int, BaseException], idata: xr.DataTree | None, chains: int):
         self.failures = dict(sorted(failures.items()))
         self.idata = idata
+        self.chains = chains
         lines = [f"chain {c}: {_describe(e)}" for c, e in self.failures.items()]
         kept = "none finished" if idata is None else (
             f"the {chains - len(self.failures)} finished ones are in .idata")
         super().__init__(f"{len(self.failures)} of {chains} chains failed ({kept}; causes in .failures):\n  "
                          + "\n  ".join(lines))
+
+    def __reduce__(self):
+        return type(self), (self.failures, self.idata, self.chains)
 
 
 def _describe(exc: BaseException) -> str:

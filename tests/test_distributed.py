@@ -3,6 +3,7 @@ only its chain; the merged result works with predict, ArviZ and netCDF; bad argu
 before anything starts."""
 
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +135,8 @@ def test_a_raising_chain_is_reported_with_its_cause(client):
     assert info.value.idata is None
     assert set(info.value.failures) == {0, 1}
     assert "chain 0: ValueError: no data on this worker" in str(info.value)
+    assert info.value.__cause__ is info.value.failures[0]
+    assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
 
 
 @pytest.mark.slow
