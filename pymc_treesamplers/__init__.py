@@ -10,7 +10,7 @@ import warnings
 
 import pymc as pm
 
-from . import diagnostics, plots
+from . import diagnostics, distributed, plots
 from .bart import BART
 from .diagnostics import compute_variable_importance, get_variable_inclusion
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
@@ -39,6 +39,7 @@ __all__ = [
     "chipman_sigma2_prior",
     "compute_variable_importance",
     "diagnostics",
+    "distributed",
     "get_variable_inclusion",
     "plots",
     "jump_weights",
