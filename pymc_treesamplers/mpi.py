@@ -255,7 +255,8 @@ class Fit:
     ``forests[s]``: the forest after sweep ``s`` in the package's trace encoding (what a tree step reports
     as its ``<var>_forest`` stat; :func:`~pymc_treesamplers.trace.decode_forest` reads it); ``sigma``: the
     noise scale after each sweep; ``n_leaves``: mean leaves per tree; ``accept``: share of trees whose move
-    was accepted; ``calls``, ``bytes``: all-reductions of each sweep (identical on every rank).
+    was accepted; ``calls``, ``bytes``: all-reductions of each sweep (identical on every rank); ``seconds``:
+    wall time of each sweep on this rank (the first includes loading or compiling the kernels).
     """
 
     forests: list[str]
@@ -264,6 +265,7 @@ class Fit:
     accept: np.ndarray
     calls: np.ndarray
     bytes: np.ndarray
+    seconds: np.ndarray
 
     def predict(self, X: np.ndarray, sweep: int = -1) -> np.ndarray:
         """Sum of the trees of one sweep's forest at the rows of ``X`` (numeric, as in training)."""
@@ -275,13 +277,13 @@ class Fit:
 
     def save(self, path) -> None:
         np.savez(path, forests=np.array(self.forests), sigma=self.sigma, n_leaves=self.n_leaves,
-                 accept=self.accept, calls=self.calls, bytes=self.bytes)
+                 accept=self.accept, calls=self.calls, bytes=self.bytes, seconds=self.seconds)
 
     @classmethod
     def load(cls, path) -> Fit:
         with np.load(path) as z:
             return cls([str(s) for s in z["forests"]], z["sigma"], z["n_leaves"], z["accept"], z["calls"],
-                       z["bytes"])
+                       z["bytes"], z["seconds"])
 
 
 def compare_fits(a: Fit, b: Fit, rtol: float = 1e-9) -> list[str]:
@@ -573,15 +575,17 @@ def fit(
     root = chain.node_ranges(chain.tree(0), [0])[0]
     forest.floats[:, 0, LWAVAIL] = node_log_avail(chain.summary(root), _PAIR, 0, 2)
 
-    forests, sigmas, leaves, accept, calls, nbytes = [], [], [], [], [], []
+    forests, sigmas, leaves, accept, calls, nbytes, seconds = [], [], [], [], [], [], []
     split_counts = np.zeros(codes.shape[0], dtype=np.int64)
+    forest_sum(forest.arrays(), chain.f)
     for _ in range(n_sweeps):
-        c0, b0 = reducer.calls, reducer.bytes
-        forest_sum(forest.arrays(), chain.f)
+        c0, b0, t0 = reducer.calls, reducer.bytes, time.perf_counter()
+        # each sweep starts from the residual of the forest's fit, as the tree step's does (not from the
+        # running residual of the last sweep, which differs from it in the last bits)
         np.subtract(y, chain.f, out=chain.ps.r)
         accepted = sum(chain.update(j) for j in range(m))
+        forest_sum(forest.arrays(), chain.f)
         if sigma is None:
-            forest_sum(forest.arrays(), chain.f)
             rss = reducer.sums(np.array([np.sum((y - chain.f) ** 2)]))[0]
             # NormalScaleGibbs's conjugate draw, from the generator every rank shares
             s2 = 1.0 / chain.rng.gamma(a + 0.5 * n, 1.0 / (b + 0.5 * rss))
@@ -597,7 +601,9 @@ def fit(
         accept.append(accepted / m)
         calls.append(reducer.calls - c0)
         nbytes.append(reducer.bytes - b0)
-    return Fit(forests, np.array(sigmas), np.array(leaves), np.array(accept), np.array(calls), np.array(nbytes))
+        seconds.append(time.perf_counter() - t0)
+    return Fit(forests, np.array(sigmas), np.array(leaves), np.array(accept), np.array(calls), np.array(nbytes),
+               np.array(seconds))
 
 
 def _digest(forest: Forest, s2: float, rng: np.random.Generator) -> np.ndarray:
@@ -677,10 +683,11 @@ def _run(args, comm) -> None:
     if comm.rank == 0:
         if args.out:
             out.save(args.out)
+        later = out.seconds[1:] if len(out.seconds) > 1 else out.seconds
         print(f"{comm.size} ranks, n = {X.shape[0]}, p = {X.shape[1]}, m = {args.m}: {args.sweeps} sweeps in "
-              f"{elapsed:.2f} s (compilation included); per sweep {out.calls.mean():.0f} all-reduces, "
-              f"{out.bytes.mean() / 1024:.1f} KiB; mean leaves per tree {out.n_leaves[-1]:.2f}, "
-              f"sigma {out.sigma[-1]:.4g}")
+              f"{elapsed:.2f} s (binning and compilation included), {np.median(later):.4f} s per sweep after the "
+              f"first; per sweep {out.calls.mean():.1f} all-reduces of {out.bytes.mean() / out.calls.mean():.0f} "
+              f"bytes on average; mean leaves per tree {out.n_leaves[-1]:.2f}, sigma {out.sigma[-1]:.4g}")
 
 
 if __name__ == "__main__":
