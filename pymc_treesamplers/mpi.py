@@ -86,7 +86,8 @@ class Reducer:
     """All-reductions over the ranks of ``comm`` (``None``: one process, each reduction is the identity).
 
     Counts the calls and bytes of the reductions, in one process too, so the cost of a run over ranks can
-    be read from a single-process run of the same chain.
+    be read from a single-process run of the same chain; ``seconds`` is the time spent in them (waiting
+    for the slowest rank included).
 
     >>> r = Reducer(None)
     >>> r.sums(np.array([1.0, 2.0])).tolist(), r.calls, r.bytes
@@ -97,6 +98,7 @@ class Reducer:
         self.comm = comm
         self.calls = 0
         self.bytes = 0
+        self.seconds = 0.0
         if comm is not None:
             from mpi4py import MPI
 
@@ -108,7 +110,9 @@ class Reducer:
         if self.comm is None:
             return local
         out = np.empty_like(local)
+        t0 = time.perf_counter()
         self.comm.Allreduce(local, out, op=self._sum if which == "sum" else self._max)
+        self.seconds += time.perf_counter() - t0
         return out
 
     def sums(self, local: np.ndarray) -> np.ndarray:
@@ -256,7 +260,8 @@ class Fit:
     as its ``<var>_forest`` stat; :func:`~pymc_treesamplers.trace.decode_forest` reads it); ``sigma``: the
     noise scale after each sweep; ``n_leaves``: mean leaves per tree; ``accept``: share of trees whose move
     was accepted; ``calls``, ``bytes``: all-reductions of each sweep (identical on every rank); ``seconds``:
-    wall time of each sweep on this rank (the first includes loading or compiling the kernels).
+    wall time of each sweep on this rank (the first includes loading or compiling the kernels), of which
+    ``comm_seconds`` in all-reductions.
     """
 
     forests: list[str]
@@ -266,6 +271,7 @@ class Fit:
     calls: np.ndarray
     bytes: np.ndarray
     seconds: np.ndarray
+    comm_seconds: np.ndarray
 
     def predict(self, X: np.ndarray, sweep: int = -1) -> np.ndarray:
         """Sum of the trees of one sweep's forest at the rows of ``X`` (numeric, as in training)."""
@@ -277,13 +283,15 @@ class Fit:
 
     def save(self, path) -> None:
         np.savez(path, forests=np.array(self.forests), sigma=self.sigma, n_leaves=self.n_leaves,
-                 accept=self.accept, calls=self.calls, bytes=self.bytes, seconds=self.seconds)
+                 accept=self.accept, calls=self.calls, bytes=self.bytes, seconds=self.seconds,
+                 comm_seconds=self.comm_seconds)
 
     @classmethod
     def load(cls, path) -> Fit:
         with np.load(path) as z:
             return cls([str(s) for s in z["forests"]], z["sigma"], z["n_leaves"], z["accept"], z["calls"],
-                       z["bytes"], z["seconds"])
+                       z["bytes"], z["seconds"],
+                       z["comm_seconds"])
 
 
 def compare_fits(a: Fit, b: Fit, rtol: float = 1e-9) -> list[str]:
@@ -575,11 +583,11 @@ def fit(
     root = chain.node_ranges(chain.tree(0), [0])[0]
     forest.floats[:, 0, LWAVAIL] = node_log_avail(chain.summary(root), _PAIR, 0, 2)
 
-    forests, sigmas, leaves, accept, calls, nbytes, seconds = [], [], [], [], [], [], []
+    forests, sigmas, leaves, accept, calls, nbytes, seconds, comm_seconds = [], [], [], [], [], [], [], []
     split_counts = np.zeros(codes.shape[0], dtype=np.int64)
     forest_sum(forest.arrays(), chain.f)
     for _ in range(n_sweeps):
-        c0, b0, t0 = reducer.calls, reducer.bytes, time.perf_counter()
+        c0, b0, w0, t0 = reducer.calls, reducer.bytes, reducer.seconds, time.perf_counter()
         # each sweep starts from the residual of the forest's fit, as the tree step's does (not from the
         # running residual of the last sweep, which differs from it in the last bits)
         np.subtract(y, chain.f, out=chain.ps.r)
@@ -602,8 +610,9 @@ def fit(
         calls.append(reducer.calls - c0)
         nbytes.append(reducer.bytes - b0)
         seconds.append(time.perf_counter() - t0)
+        comm_seconds.append(reducer.seconds - w0)
     return Fit(forests, np.array(sigmas), np.array(leaves), np.array(accept), np.array(calls), np.array(nbytes),
-               np.array(seconds))
+               np.array(seconds), np.array(comm_seconds))
 
 
 def _digest(forest: Forest, s2: float, rng: np.random.Generator) -> np.ndarray:
@@ -683,11 +692,13 @@ def _run(args, comm) -> None:
     if comm.rank == 0:
         if args.out:
             out.save(args.out)
-        later = out.seconds[1:] if len(out.seconds) > 1 else out.seconds
+        later = slice(1, None) if len(out.seconds) > 1 else slice(None)
+        sweep, wait = np.median(out.seconds[later]), np.median(out.comm_seconds[later])
+        calls, size = out.calls.mean(), out.bytes.mean() / out.calls.mean()
         print(f"{comm.size} ranks, n = {X.shape[0]}, p = {X.shape[1]}, m = {args.m}: {args.sweeps} sweeps in "
-              f"{elapsed:.2f} s (binning and compilation included), {np.median(later):.4f} s per sweep after the "
-              f"first; per sweep {out.calls.mean():.1f} all-reduces of {out.bytes.mean() / out.calls.mean():.0f} "
-              f"bytes on average; mean leaves per tree {out.n_leaves[-1]:.2f}, sigma {out.sigma[-1]:.4g}")
+              f"{elapsed:.2f} s (binning and compilation included), {sweep:.4f} s per sweep after the first, "
+              f"{wait:.4f} s of it in all-reduces; per sweep {calls:.1f} all-reduces of {size:.0f} bytes on "
+              f"average; mean leaves per tree {out.n_leaves[-1]:.2f}, sigma {out.sigma[-1]:.4g}")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def test_one_process_is_the_package_growprune_chain():
     for _ in range(sweeps):
         point, stats = step.step(point)
         forests.append(stats[0]["mu_forest"])
-    package = Fit(forests, np.ones(sweeps), *np.zeros((5, sweeps)))
+    package = Fit(forests, np.ones(sweeps), *np.zeros((6, sweeps)))
     ours = fit(X, y, m=m, n_sweeps=sweeps, seed=seed, sigma=1.0)
     assert compare_fits(ours, package, rtol=RTOL) == []
     assert ours.n_leaves.max() > 2 and 0 < ours.accept.mean() < 1  # the chain moved: a real comparison
