@@ -39,26 +39,39 @@ def _data(n=300, p=5, seed=1):
     return X, y
 
 
-def test_one_process_is_the_package_growprune_chain():
+def _steps_data():
+    """Few-valued, constant and continuous columns and a sharp signal: deep trees, many prunes."""
+    rng = np.random.default_rng(3)
+    n = 200
+    X = np.column_stack([rng.integers(0, 4, n), rng.uniform(size=n), np.ones(n), rng.integers(0, 2, n)]).astype(float)
+    y = 3 * np.sin(4 * X[:, 1]) + X[:, 0] - 2 * X[:, 3] + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(dict(data=_data, m=8, sweeps=40, seed=7, sigma=1.0), id="friedman"),
+    pytest.param(dict(data=_steps_data, m=5, sweeps=200, seed=1, sigma=0.1), id="deep-trees"),
+])
+def test_one_process_is_the_package_growprune_chain(case):
     """comm=None replays GrowPruneStep's chain: the same random numbers drive the same moves, so every
     sweep's forest (structure, rules, leaf values) is the step's."""
-    X, y = _data()
-    m, sweeps, seed = 8, 40, 7
+    X, y = case["data"]()
+    m, sweeps, seed, sigma = case["m"], case["sweeps"], case["seed"], case["sigma"]
     with pm.Model() as model:
         mu = pmt.BART("mu", X, y, m=m)
-        pm.Normal("y", mu, 1.0, observed=y)
+        pm.Normal("y", mu, sigma, observed=y)
         step = pmt.GrowPruneStep([mu])
     step.setup_chain(np.random.default_rng(seed), tune=0, draws=sweeps)
     point, forests = model.initial_point(), []
     for _ in range(sweeps):
         point, stats = step.step(point)
         forests.append(stats[0]["mu_forest"])
-    package = Fit(forests, np.ones(sweeps), *np.zeros((6, sweeps)))
-    ours = fit(X, y, m=m, n_sweeps=sweeps, seed=seed, sigma=1.0)
+    package = Fit(forests, np.full(sweeps, sigma), *np.zeros((6, sweeps)))
+    ours = fit(X, y, m=m, n_sweeps=sweeps, seed=seed, sigma=sigma)
     assert compare_fits(ours, package, rtol=RTOL) == []
     assert ours.n_leaves.max() > 2 and 0 < ours.accept.mean() < 1  # the chain moved: a real comparison
     # and a different seed is a different chain, which compare_fits reports
-    assert compare_fits(fit(X, y, m=m, n_sweeps=sweeps, seed=seed + 1, sigma=1.0), package, rtol=RTOL)
+    assert compare_fits(fit(X, y, m=m, n_sweeps=sweeps, seed=seed + 1, sigma=sigma), package, rtol=RTOL)
 
 
 def test_binned_rows_are_the_package_codes():
