@@ -6,15 +6,19 @@ every random choice of a sweep (move type, node, split rule, acceptance, leaf va
 identically on every rank without being sent. What a decision reads from the rows is all-reduced:
 
 * the split-rule prior of a node reads its rows only through the smallest and largest code of each
-  variable (which variables have a valid cut, how many cuts): one ``MAX`` all-reduce of ``(-min, max)``
-  per variable. With those the package's own :func:`~pymc_treesamplers.prior.draw_split_rule` and
+  variable (which variables have a valid cut, how many cuts): ``(-min, max)`` of every variable travel
+  in one ``MAX`` all-reduce (a grow needs two: the node, then its two children). With those the
+  package's own :func:`~pymc_treesamplers.prior.draw_split_rule` and
   :func:`~pymc_treesamplers.prior.node_log_avail` run on two *summary rows* (a node's minimum and
   maximum codes), which give them exactly what the node's rows give them;
 * the Gaussian leaf algebra reads ``(W, S) = (sum w, sum w r)`` per leaf: one ``SUM`` all-reduce per tree
   update holds the sums of every leaf of the larger of the trees before and after the move plus the
   node the move is about, which covers the acceptance ratio and the leaf draws whichever way the
   decision goes;
-* the noise variance reads the residual sum of squares: one ``SUM`` of one float per sweep.
+* the noise variance, drawn from its conjugate inverse gamma after each sweep (or fixed: ``sigma=``),
+  reads the residual sum of squares: one ``SUM`` of one float per sweep;
+* a digest of the replicated state is compared across ranks after each sweep (one ``MAX``), so ranks
+  that diverged stop together with an error instead of returning draws or waiting for each other.
 
 Each rank keeps the residual of its own rows and applies every tree change to its rows only.
 
@@ -47,6 +51,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -69,6 +74,9 @@ from .prior import (
 from .records import Pseudo, SplitData, Tree, TreePrior, split_data
 from .trace import decode_forest, encode_forest, predict_preorder
 from .tree import GROWABLE, NOG, add_tree, collapse, count_nodes, nth_node, partition_rows, random_node, set_leaf
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 __all__ = ["Fit", "Reducer", "bin_rows", "compare_fits", "fit", "measure_allreduce"]
 
@@ -94,7 +102,7 @@ class Reducer:
     ([1.0, 2.0], 1, 16)
     """
 
-    def __init__(self, comm=None):
+    def __init__(self, comm: MPI.Comm | None = None):
         self.comm = comm
         self.calls = 0
         self.bytes = 0
@@ -128,7 +136,7 @@ class Reducer:
         return [obj] if self.comm is None else self.comm.allgather(obj)
 
 
-def measure_allreduce(comm, n_doubles: int, repeats: int = 10_000) -> float:
+def measure_allreduce(comm: MPI.Comm, n_doubles: int, repeats: int = 10_000) -> float:
     """Seconds per ``Allreduce`` (sum) of ``n_doubles`` float64 on ``comm``, after a warm-up."""
     from mpi4py import MPI
 
@@ -496,7 +504,7 @@ def fit(
     m: int = 200,
     n_sweeps: int = 100,
     seed: int | None = None,
-    comm=None,
+    comm: MPI.Comm | None = None,
     sigma: float | None = None,
     sigma2_prior: tuple[float, float] | None = None,
     alpha: float = 0.95,
