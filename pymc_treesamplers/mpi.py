@@ -337,7 +337,7 @@ class _Chain:
 
     def __init__(self, data: SplitData, prior: TreePrior, forest: Forest, y: np.ndarray, w: np.ndarray,
                  reducer: Reducer, rng: np.random.Generator, unreduced: str | None):
-        self.data, self.prior, self.forest, self.y = data, prior, forest, y
+        self.data, self.prior, self.forest = data, prior, forest
         self.reducer, self.rng, self.unreduced = reducer, rng, unreduced
         self.ps = Pseudo(np.empty_like(y), w)
         self.f = np.empty_like(y)
@@ -514,7 +514,7 @@ def fit(
     sigma_mu: float | None = None,
     max_bins: int = 256,
     check: bool = True,
-    _unreduced: str | None = None,
+    _unreduced: str | None = None,  # tests only: a deliberately wrong reduction, "leaves" or "ranges"
 ) -> Fit:
     """Fit ``y ~ N(sum of m trees, sigma^2)`` by grow/prune backfitting, rows split over the ranks of ``comm``.
 
