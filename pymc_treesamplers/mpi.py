@@ -339,7 +339,7 @@ class _Chain:
                  reducer: Reducer, rng: np.random.Generator, unreduced: str | None):
         self.data, self.prior, self.forest = data, prior, forest
         self.reducer, self.rng, self.unreduced = reducer, rng, unreduced
-        self.ps = Pseudo(np.empty_like(y), w)
+        self.ps = Pseudo(np.empty_like(y), w, 1)
         self.f = np.empty_like(y)
         self.scratch_p = np.empty(data.codes.shape[0])
         self.range_buf = np.empty((2, 2, data.codes.shape[0]), dtype=np.int64)
