@@ -16,6 +16,7 @@ import numpy as np
 
 from .layout import ROW_INT
 from .records import split_data
+from .rows import PAR_MIN, code_range_blocks
 
 NEG_INF = -np.inf
 
@@ -59,8 +60,10 @@ def var_has_valid_cut(code_v, pj, s, e):
 
 
 @numba.njit(cache=True, nogil=True)
-def code_range(code_v, pj, s, e):
-    """Smallest and largest code of one variable over the rows ``pj[s:e]``."""
+def code_range(code_v, pj, s, e, threads=1):
+    """Smallest and largest code of one variable over the rows ``pj[s:e]`` (by blocks on a long range)."""
+    if e - s >= PAR_MIN:
+        return code_range_blocks(code_v, pj, s, e, threads)
     mn = code_v[pj[s]]
     mx = mn
     for t in range(s + 1, e):
@@ -109,7 +112,7 @@ def draw_split_rule(rng, data, pj, s, e, scratch_p):
         acc += scratch_p[v]
     while scratch_p[v] == 0.0:  # guard against rounding landing on a zero-weight variable
         v -= 1
-    mn, mx = code_range(codes[v], pj, s, e)
+    mn, mx = code_range(codes[v], pj, s, e, data.threads)
     c = mn + rng.integers(0, mx - mn)
     return v, c, mx - mn
 

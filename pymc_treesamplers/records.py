@@ -28,11 +28,13 @@ from .layout import N_FLOAT_FIELDS, N_INT_FIELDS, NODE_INT, ROW_INT
 
 
 class SplitData(NamedTuple):
-    """Split covariates: ``codes`` (p, n) uint16, weights ``wsplit`` (p,) and their logs ``logw``."""
+    """Split covariates: ``codes`` (p, n) uint16, weights ``wsplit`` (p,) and their logs ``logw``;
+    ``threads`` for the passes over long row ranges (:mod:`pymc_treesamplers.rows`)."""
 
     codes: np.ndarray
     wsplit: np.ndarray
     logw: np.ndarray
+    threads: int
 
 
 class TreePrior(NamedTuple):
@@ -103,7 +105,7 @@ def new_backup(cap: int, n: int) -> Backup:
     return Backup(ints, floats, np.empty(n, dtype=ROW_INT))
 
 
-def split_data(codes: np.ndarray, wsplit: np.ndarray) -> SplitData:
+def split_data(codes: np.ndarray, wsplit: np.ndarray, threads: int = 1) -> SplitData:
     """:class:`SplitData` from codes (p, n) and non-negative weights (zero weight: never split on).
 
     >>> split_data(np.zeros((2, 3), np.uint16), np.array([1.0, 0.0])).logw.tolist()
@@ -112,4 +114,4 @@ def split_data(codes: np.ndarray, wsplit: np.ndarray) -> SplitData:
     wsplit = np.ascontiguousarray(wsplit, dtype=np.float64)
     with np.errstate(divide="ignore"):
         logw = np.log(wsplit)
-    return SplitData(np.ascontiguousarray(codes, dtype=np.uint16), wsplit, logw)
+    return SplitData(np.ascontiguousarray(codes, dtype=np.uint16), wsplit, logw, int(threads))

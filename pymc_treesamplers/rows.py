@@ -1,4 +1,4 @@
-"""The O(n) passes over a node's rows, in blocks, on one thread or several: sums, adds, a tree's fit.
+"""The O(n) passes over a node's rows, in blocks, on one thread or several: sums, adds, splits, a tree's fit.
 
 On large data a tree update is dominated by a few passes over rows: the weighted sums of a node's
 pseudo-data (:func:`range_suff`), adding a tree's fit to the residual or taking it off
@@ -10,7 +10,10 @@ thread count:
   draw that follows from it) is bitwise the same with 1 thread or 8; a range shorter than
   :data:`PAR_MIN` rows is summed in one plain loop (small data keep exactly the arithmetic they had
   before blocks existed);
-* an add touches each row once, so any split of the work gives the same result.
+* an add touches each row once, so any split of the work gives the same result;
+* a node's split (:func:`partition_blocks`) counts each block's left rows, then scatters every block
+  to offsets fixed by those counts: a stable partition, the same on any thread count; the smallest
+  and largest code of a long range (:func:`code_range_blocks`) are taken per block.
 
 ``threads > 1`` runs the blocks of ranges of at least :data:`PAR_MIN` rows on numba's thread pool
 (``prange``; the count is numba's ``set_num_threads``, which the steps set around each sweep);
@@ -25,7 +28,10 @@ process that forks later (PyMC's ``cores > 1``) is not affected.
 """
 
 import contextlib
+import ctypes
+import importlib
 import os
+import sys
 from collections.abc import Iterator
 
 import numba
@@ -33,18 +39,43 @@ import numpy as np
 
 from .layout import END, LEFT, START, VALUE
 
-# numba's OpenMP layer aborts any process forked after it was loaded ("fork() called from a process
-# already using GNU OpenMP"), and loading a kernel with a parallel loop loads it: PyMC forks its chain
-# processes on Linux. The workqueue layer is fork-safe; it does not allow two threads of one process to
-# launch parallel loops at once, which the kernels only do with ``threads > 1``. A layer the user chose
-# (environment or numba.config) is left alone.
-if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
-    numba.config.THREADING_LAYER = "workqueue"
+# numba's OpenMP layer aborts a process forked after it was loaded once that process runs a parallel
+# loop ("fork() called from a process already using GNU OpenMP"), and PyMC forks its chain workers on
+# Linux: with threads > 1 and cores > 1 every chain would die. TBB is fork-safe and starts a parallel
+# loop in microseconds; numba finds the library of the ``tbb`` wheel only when it is already loaded
+# (it sits in the environment's lib/, off the loader's path). Without TBB, the workqueue layer: also
+# fork-safe, but ~0.2 ms per launch. A layer the user chose (environment or numba.config) is left alone.
+_TBB_NAMES = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib", "win32": "tbb12.dll"}
 
-BLOCK = 1 << 14
+
+def _load_tbb() -> bool:
+    name = _TBB_NAMES.get(sys.platform)
+    for lib in ([os.path.join(sys.prefix, "lib", name), os.path.join(sys.prefix, "Library", "bin", name), name]
+                if name else []):
+        try:
+            ctypes.CDLL(lib, mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+            importlib.import_module("numba.np.ufunc.tbbpool")  # fails if numba cannot use this TBB
+        except (OSError, ImportError):
+            continue
+        return True
+    return False
+
+
+def _choose_threading_layer() -> str | None:
+    tbb = _load_tbb()  # also when the user asked numba for TBB: then it is found
+    if "NUMBA_THREADING_LAYER" in os.environ or numba.config.THREADING_LAYER != "default":
+        return None
+    numba.config.THREADING_LAYER = "tbb" if tbb else "workqueue"
+    return numba.config.THREADING_LAYER
+
+
+THREADING_LAYER = _choose_threading_layer()
+"""The numba threading layer this package chose at import (None: the user's choice was kept)."""
+
+BLOCK = 1 << 13
 """Rows per block: the unit of parallel work and of the summation order of long ranges."""
 
-PAR_MIN = 4 * BLOCK
+PAR_MIN = 2 * BLOCK
 """Ranges of at least this many rows are summed by blocks (and in parallel with ``threads > 1``)."""
 
 
@@ -188,3 +219,127 @@ def numba_threads(threads: int) -> Iterator[None]:
         yield
     finally:
         numba.set_num_threads(before)
+
+
+# ------------------------------------------------------------------ partition and code range
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_count(pj, a, b, code_v, c):
+    k = 0
+    for q in range(a, b):
+        if code_v[pj[q]] <= c:
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_scatter(pj, a, b, code_v, c, tmp, lo, hi):
+    for q in range(a, b):
+        row = pj[q]
+        if code_v[row] <= c:
+            tmp[lo] = row
+            lo += 1
+        else:
+            tmp[hi] = row
+            hi += 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _count_par(pj, s, e, code_v, c, counts):
+    for k in numba.prange(counts.shape[0]):
+        a = s + k * BLOCK
+        counts[k] = _block_count(pj, a, min(a + BLOCK, e), code_v, c)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _scatter_par(pj, s, e, code_v, c, tmp, lo, hi):
+    for k in numba.prange(lo.shape[0]):
+        a = s + k * BLOCK
+        _block_scatter(pj, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _copy_par(tmp, pj, s):
+    nb = (tmp.shape[0] + BLOCK - 1) // BLOCK
+    for k in numba.prange(nb):
+        for q in range(k * BLOCK, min((k + 1) * BLOCK, tmp.shape[0])):
+            pj[s + q] = tmp[q]
+
+
+@numba.njit(cache=True, nogil=True)
+def partition_blocks(pj, s, e, code_v, c, threads):
+    """Stable partition of ``pj[s:e]``: rows with ``code_v <= c`` first, each side in its old order;
+    returns how many go left.
+
+    By blocks (count per block, offsets, scatter into a buffer, copy back), so the result is the same
+    on any number of threads. Stable, unlike the in-place partition of short ranges: rows that start in
+    increasing order stay so within every node, which keeps the passes over a node's rows close to
+    sequential in memory.
+    """
+    nb = (e - s + BLOCK - 1) // BLOCK
+    counts = np.empty(nb, dtype=np.int64)
+    if threads > 1:
+        _count_par(pj, s, e, code_v, c, counts)
+    else:
+        for k in range(nb):
+            a = s + k * BLOCK
+            counts[k] = _block_count(pj, a, min(a + BLOCK, e), code_v, c)
+    lo = np.empty(nb, dtype=np.int64)
+    hi = np.empty(nb, dtype=np.int64)
+    n_left = 0
+    for k in range(nb):
+        lo[k] = n_left
+        n_left += counts[k]
+    for k in range(nb):  # right side: after every left row, in block order
+        hi[k] = n_left + k * BLOCK - lo[k]
+    tmp = np.empty(e - s, dtype=pj.dtype)
+    if threads > 1:
+        _scatter_par(pj, s, e, code_v, c, tmp, lo, hi)
+        _copy_par(tmp, pj, s)
+    else:
+        for k in range(nb):
+            a = s + k * BLOCK
+            _block_scatter(pj, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
+        for q in range(e - s):
+            pj[s + q] = tmp[q]
+    return n_left
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_range(code_v, pj, a, b):
+    mn = code_v[pj[a]]
+    mx = mn
+    for q in range(a + 1, b):
+        v = code_v[pj[q]]
+        if v < mn:
+            mn = v
+        elif v > mx:
+            mx = v
+    return mn, mx
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _range_par(code_v, pj, s, e, parts):
+    for k in numba.prange(parts.shape[0]):
+        a = s + k * BLOCK
+        parts[k, 0], parts[k, 1] = _block_range(code_v, pj, a, min(a + BLOCK, e))
+
+
+@numba.njit(cache=True, nogil=True)
+def code_range_blocks(code_v, pj, s, e, threads):
+    """Smallest and largest code over ``pj[s:e]`` by blocks (in parallel with ``threads > 1``)."""
+    nb = (e - s + BLOCK - 1) // BLOCK
+    parts = np.empty((nb, 2), dtype=np.int64)
+    if threads > 1:
+        _range_par(code_v, pj, s, e, parts)
+    else:
+        for k in range(nb):
+            a = s + k * BLOCK
+            parts[k, 0], parts[k, 1] = _block_range(code_v, pj, a, min(a + BLOCK, e))
+    mn = parts[0, 0]
+    mx = parts[0, 1]
+    for k in range(1, nb):
+        mn = min(mn, parts[k, 0])
+        mx = max(mx, parts[k, 1])
+    return mn, mx

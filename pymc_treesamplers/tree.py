@@ -36,7 +36,7 @@ from .prior import (
     node_log_avail,
     rule_log_prob,
 )
-from .rows import add_tree  # noqa: F401  (part of this module's API: one tree's fit)
+from .rows import PAR_MIN, add_tree, partition_blocks  # add_tree: part of this module's API (one tree's fit)
 
 GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
 
@@ -45,8 +45,14 @@ GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
 
 
 @numba.njit(cache=True, nogil=True)
-def partition_rows(pj, s, e, code_v, c):
-    """Reorder ``pj[s:e]`` so rows with ``code_v <= c`` come first; return how many do."""
+def partition_rows(pj, s, e, code_v, c, threads=1):
+    """Reorder ``pj[s:e]`` so rows with ``code_v <= c`` come first; return how many do.
+
+    A long range (``rows.PAR_MIN`` rows or more) takes the stable partition by blocks of
+    :func:`~pymc_treesamplers.rows.partition_blocks` (on ``threads`` threads); a short one swaps in place.
+    """
+    if e - s >= PAR_MIN:
+        return partition_blocks(pj, s, e, code_v, c, threads)
     lo = s
     hi = e - 1
     while True:
@@ -102,7 +108,7 @@ def split_leaf(t, k, v, c, n_cuts, data):
     pj = t.perm
     s = ti[k, START]
     e = ti[k, END]
-    mid = s + partition_rows(pj, s, e, data.codes[v], c)
+    mid = s + partition_rows(pj, s, e, data.codes[v], c, data.threads)
     a = t.nn[0]
     d = ti[k, DEPTH]
     set_leaf(t, a, k, d + 1, s, mid, node_log_avail(data, pj, s, mid))
@@ -218,7 +224,7 @@ def repartition_subtree(t, data, k, order):
             continue
         s = ti[u, START]
         e = ti[u, END]
-        nl = partition_rows(t.perm, s, e, data.codes[ti[u, VAR]], ti[u, CUT])
+        nl = partition_rows(t.perm, s, e, data.codes[ti[u, VAR]], ti[u, CUT], data.threads)
         if nl == 0 or nl == e - s:
             return False
         a = ti[u, LEFT]
@@ -248,7 +254,7 @@ def refresh_subtree_prior(t, data, k, order):
             tf[u, LWAVAIL] = node_log_avail(data, t.perm, s, e)
         if ti[u, LEFT] >= 0:
             v = ti[u, VAR]
-            mn, mx = code_range(data.codes[v], t.perm, s, e)
+            mn, mx = code_range(data.codes[v], t.perm, s, e, data.threads)
             tf[u, RULELP] = rule_log_prob(data.logw[v], tf[u, LWAVAIL], mx - mn)
 
 

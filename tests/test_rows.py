@@ -7,7 +7,8 @@
   ``threads=1`` on data long enough that the sweeps take the parallel paths; a deliberately
   thread-dependent summation (blocks of ``n / threads`` rows) is caught by the same comparison;
 * ``threads`` is checked before sampling, and a process that loaded the parallel kernels can still
-  fork PyMC's chain workers (the reason for numba's workqueue layer).
+  fork PyMC's chain workers (the reason for numba's TBB or workqueue layer, not OpenMP);
+* a long partition (split_leaf) is stable and the same on any thread count; a long code range by blocks.
 """
 
 import multiprocessing
@@ -163,3 +164,40 @@ def test_forked_process_after_parallel_kernels_were_loaded():
     p.join(120)
     assert p.exitcode == 0, f"forked child exited with {p.exitcode}"
     assert q.get(timeout=5) == "ok"
+
+
+@needs_two
+def test_long_partition_is_stable_and_thread_independent():
+    # split_leaf's partition of a long range: the left rows then the right rows, each in its old order
+    # (the in-place swap of short ranges is not stable), the same permutation on 1 and 2 threads
+    from pymc_treesamplers.rows import partition_blocks
+
+    rng = np.random.default_rng(6)
+    n = 3 * PAR_MIN + 77
+    code = rng.integers(0, 50, size=n).astype(np.uint16)
+    base = rng.permutation(n).astype(np.int32)
+    s, e = 11, n - 5
+    seg = base[s:e]
+    expected = np.concatenate([seg[code[seg] <= 20], seg[code[seg] > 20]])
+    for threads in (1, 2):
+        pj = base.copy()
+        with numba_threads(threads):
+            n_left = partition_blocks(pj, s, e, code, 20, threads)
+        assert n_left == int((code[seg] <= 20).sum())
+        np.testing.assert_array_equal(pj[s:e], expected)
+        np.testing.assert_array_equal(pj[:s], base[:s])  # nothing outside the range moves
+        np.testing.assert_array_equal(pj[e:], base[e:])
+
+
+@needs_two
+def test_long_code_range_by_blocks():
+    from pymc_treesamplers.prior import code_range
+
+    rng = np.random.default_rng(7)
+    n = 2 * PAR_MIN + 3
+    code = rng.integers(3, 900, size=n).astype(np.uint16)
+    pj = rng.permutation(n).astype(np.int32)
+    sub = code[pj[5:n]]
+    for threads in (1, 2):
+        with numba_threads(threads):
+            assert code_range(code, pj, 5, n, threads) == (sub.min(), sub.max())

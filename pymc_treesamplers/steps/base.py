@@ -107,7 +107,7 @@ class BaseTreeStep(ArrayStepShared):
         self.thr_table = self.columns.threshold_table()
         self.m = op.m
         self.n, self.p = X.shape
-        self.data = split_data(self.columns.codes, self.columns.column_weights(op.split_weights(self.p)))
+        self.data = split_data(self.columns.codes, self.columns.column_weights(op.split_weights(self.p)), self.threads)
         self.sparse = op.sparse
         shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
         value = np.asarray(initial_point[value_var.name])
