@@ -29,10 +29,12 @@ class Forest:
     n_nodes: np.ndarray
 
     @classmethod
-    def empty(cls, m: int, n: int, value0: float = 0.0, cap: int = 16) -> "Forest":
+    def empty(cls, m: int, n: int, value0: float = 0.0, cap: int = 16, perm: np.ndarray | None = None) -> "Forest":
         """``m`` single-leaf trees of value ``value0`` with room for ``cap`` nodes each.
 
-        The roots' available split weight is set by :func:`init_roots` (it needs the data).
+        The roots' available split weight is set by :func:`init_roots` (it needs the data). ``perm``:
+        an ``(m, n)`` row-index buffer to reuse (refilled in order): the rows' order per tree is the
+        largest array of a chain (4 bytes per row and tree), so a chain's restart does not hold two.
         """
         ints = np.full((m, cap, N_INT_FIELDS), -1, dtype=NODE_INT)
         floats = np.zeros((m, cap, N_FLOAT_FIELDS))
@@ -40,7 +42,9 @@ class Forest:
         ints[:, 0, START] = 0
         ints[:, 0, END] = n
         floats[:, 0, VALUE] = value0
-        perm = np.tile(np.arange(n, dtype=ROW_INT), (m, 1))
+        if perm is None or perm.shape != (m, n) or perm.dtype != ROW_INT:
+            perm = np.empty((m, n), dtype=ROW_INT)
+        perm[:] = np.arange(n, dtype=ROW_INT)
         return cls(ints, floats, perm, np.ones(m, dtype=NODE_INT))
 
     @property

@@ -137,7 +137,7 @@ def test_step_options_are_explicit_keywords():
                                    "pimh"},
                 pmt.CTBirthDeathStep: {"horizon", "mode", "rotate", "change"},
                 pmt.ReshapeStep: {"n_moves", "move_probs"}}
-    common = {"vars", "model", "initial_point", "compile_kwargs", "blocked", "rng"}
+    common = {"vars", "threads", "model", "initial_point", "compile_kwargs", "blocked", "rng"}
     for cls, options in expected.items():
         params = inspect.signature(cls).parameters
         assert set(params) == common | options
@@ -211,3 +211,51 @@ def test_step_refuses_non_bart_variables():
         s = pm.HalfNormal("s", 1.0)
         with pytest.raises(TypeError, match="BART"):
             pmt.CGMStep([s])
+
+
+def test_initial_point_reads_shapes_without_drawing_the_prior(monkeypatch):
+    """PyMC's initial point of a BART variable is mean(Y) at every row (and output), computed from the
+    shapes: a prior draw of every tree over every row is not made (it took ~50 s at 10^7 rows)."""
+    from pymc_treesamplers.bart import BARTRV
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the initial point drew BART from its prior")
+
+    X, y, _ = friedman1(40, p=5, rng=0)
+    with pm.Model() as model:
+        pmt.BART("a", X, y, m=3)
+        pmt.BART("b", X, y, m=3, shape=(2, 40))
+    monkeypatch.setattr(BARTRV, "rng_fn", refuse)
+    point = model.initial_point()
+    np.testing.assert_allclose(point["a"], np.full(40, y.mean()))
+    np.testing.assert_allclose(point["b"], np.full((2, 40), y.mean()))
+
+
+def test_a_fresh_chain_state_does_not_copy_the_rows():
+    """Before its first sweep a step's sampling state and its pickle leave out the forests' row order
+    (4 bytes per row and tree: PyMC copies the state before its chains and pickles the step to its chain
+    workers); setting such a state, or unpickling, gives single-leaf trees; a swept step's state keeps
+    its forests and resumes exactly (test above)."""
+    X, y, _ = friedman1(2000, p=5, rng=0)
+    with pm.Model() as model:
+        mu = pmt.BART("mu", X, y, m=50)
+        pm.Normal("y", mu, 1.0, observed=y)
+        step = pmt.GrowPruneStep([mu])
+    rows_bytes = 50 * 2000 * 4
+    assert step.sampling_state.trees is None
+    assert len(cloudpickle.dumps(step)) < rows_bytes  # data, model and compiled functions: ~290 kB
+    fresh = step.sampling_state
+    step.setup_chain(np.random.default_rng(1), tune=0, draws=5)
+    point = model.initial_point()
+    for _ in range(3):
+        point, _ = step.step(point)
+    assert step.forest.n_nodes.max() > 1
+    swept = step.sampling_state
+    assert swept.trees is not None and len(cloudpickle.dumps(step)) > rows_bytes
+    step.sampling_state = fresh
+    assert (step.forest.n_nodes == 1).all() and step.sampling_state.trees is None
+    np.testing.assert_array_equal(step.forest.perm, np.tile(np.arange(2000, dtype=step.forest.perm.dtype), (50, 1)))
+    np.testing.assert_allclose(step.f, 50 * step.prior.mu0)
+    again = cloudpickle.loads(cloudpickle.dumps(step))
+    np.testing.assert_array_equal(again.forest.perm, step.forest.perm)
+    np.testing.assert_array_equal(again.f, step.f)
