@@ -72,6 +72,12 @@ def _choose_threading_layer() -> str | None:
 THREADING_LAYER = _choose_threading_layer()
 """The numba threading layer this package chose at import (None: the user's choice was kept)."""
 
+# Start numba's thread pool now. Kernels that link the parallel loops (every tree kernel does, through
+# the long-range paths) and come from numba's on-disk cache do not start it themselves: run before it
+# started, such a kernel crashes the process (a segfault in the single-tree SMC on a warm cache), even
+# on the one-thread path. ``get_num_threads`` is numba's public call that starts the pool.
+numba.get_num_threads()
+
 BLOCK = 1 << 13
 """Rows per block: the unit of parallel work and of the summation order of long ranges."""
 

@@ -201,3 +201,15 @@ def test_long_code_range_by_blocks():
     for threads in (1, 2):
         with numba_threads(threads):
             assert code_range(code, pj, 5, n, threads) == (sub.min(), sub.max())
+
+
+def test_import_starts_numba_thread_pool():
+    # a kernel that links the parallel loops and is loaded from numba's cache before the pool started
+    # crashed the process (the single-tree SMC's notebook, on a warm cache); the import starts it
+    import subprocess
+    import sys
+
+    code = ("import numba.np.ufunc.parallel as par; assert not par._is_initialized; "
+            "import pymc_treesamplers; print(par._is_initialized)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
