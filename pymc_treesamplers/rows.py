@@ -13,7 +13,9 @@ thread count:
 * an add touches each row once, so any split of the work gives the same result;
 * a node's split (:func:`partition_blocks`) counts each block's left rows, then scatters every block
   to offsets fixed by those counts: a stable partition, the same on any thread count; the smallest
-  and largest code of a long range (:func:`code_range_blocks`) are taken per block.
+  and largest code of a long range (:func:`code_range_blocks`) are taken per block; a long node's
+  collapse merges its children's rows back in row order (:func:`merge_rows`, one thread), so a long
+  node's rows stay in increasing order and the passes over them read memory forward.
 
 ``threads > 1`` runs the blocks of ranges of at least :data:`PAR_MIN` rows on numba's thread pool
 (``prange``; the count is numba's ``set_num_threads``, which the steps set around each sweep);
@@ -349,3 +351,37 @@ def code_range_blocks(code_v, pj, s, e, threads):
         mn = min(mn, parts[k, 0])
         mx = max(mx, parts[k, 1])
     return mn, mx
+
+
+@numba.njit(cache=True, nogil=True)
+def merge_rows(pj, s, mid, e):
+    """Merge the runs ``pj[s:mid]`` and ``pj[mid:e]`` by row index, in place (a node's collapse).
+
+    Stable splits keep a node's rows in increasing order when they were; merging on a collapse puts
+    them back in order (any merge is still a permutation of the node's rows, so this is about memory
+    access, never about which rows a node holds). Without it every rejected grow left two interleaved
+    runs behind, and after a few sweeps the passes over a leaf's rows were random gathers.
+    """
+    tmp = np.empty(e - s, dtype=pj.dtype)
+    i = s
+    j = mid
+    q = 0
+    while i < mid and j < e:
+        if pj[j] < pj[i]:
+            tmp[q] = pj[j]
+            j += 1
+        else:
+            tmp[q] = pj[i]
+            i += 1
+        q += 1
+    while i < mid:
+        tmp[q] = pj[i]
+        i += 1
+        q += 1
+    while j < e:
+        tmp[q] = pj[j]
+        j += 1
+        q += 1
+    for q in range(e - s):
+        pj[s + q] = tmp[q]
+

@@ -36,7 +36,7 @@ from .prior import (
     node_log_avail,
     rule_log_prob,
 )
-from .rows import PAR_MIN, add_tree, partition_blocks  # add_tree: part of this module's API (one tree's fit)
+from .rows import PAR_MIN, add_tree, merge_rows, partition_blocks  # add_tree: this module's API (a tree's fit)
 
 GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
 
@@ -143,11 +143,15 @@ def _move_node(ti, tf, src, dst):
 def collapse(t, k):
     """Turn internal node ``k`` whose children are leaves into a leaf, freeing both slots.
 
-    The last nodes are moved into the freed slots so the tree stays compact.
+    The last nodes are moved into the freed slots so the tree stays compact. A long node's rows are
+    merged back in row order (:func:`~pymc_treesamplers.rows.merge_rows`).
     """
     ti = t.ints
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
+    if ti[k, END] - ti[k, START] >= PAR_MIN:
+        first = a if ti[a, START] == ti[k, START] else b  # the child whose rows come first
+        merge_rows(t.perm, ti[k, START], ti[first, END], ti[k, END])
     ti[k, VAR] = -1
     ti[k, CUT] = -1
     ti[k, LEFT] = -1

@@ -21,7 +21,7 @@ import pytest
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
-from pymc_treesamplers.layout import END, LEFT, RIGHT, START, VALUE
+from pymc_treesamplers.layout import DEPTH, END, LEFT, RIGHT, START, VALUE
 from pymc_treesamplers.records import Tree
 from pymc_treesamplers.rows import BLOCK, PAR_MIN, add_tree, check_threads, numba_threads, range_suff
 
@@ -213,3 +213,33 @@ def test_import_starts_numba_thread_pool():
             "import pymc_treesamplers; print(par._is_initialized)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_collapse_of_a_long_node_puts_its_rows_back_in_order():
+    # a rejected grow splits a long node stably and collapses it: its rows are then in increasing order
+    # again (before, each rejected grow left two interleaved runs and a leaf's passes became random
+    # gathers); a merge of unsorted runs is still a permutation of the node's rows
+    from pymc_treesamplers.records import split_data
+    from pymc_treesamplers.rows import merge_rows
+    from pymc_treesamplers.tree import collapse, split_leaf
+
+    n = 2 * PAR_MIN + 9
+    rng = np.random.default_rng(8)
+    codes = rng.integers(0, 40, size=(2, n)).astype(np.uint16)
+    data = split_data(codes, np.ones(2))
+    ints = np.full((3, 8), -1, dtype=np.int32)
+    ints[0, [START, END]] = 0, n
+    ints[0, DEPTH] = 0
+    t = Tree(ints, np.zeros((3, 3)), np.arange(n, dtype=np.int32), np.array([1], dtype=np.int32))
+    split_leaf(t, 0, 1, 17, 39, data)
+    left = t.perm[: t.ints[t.ints[0, LEFT], END]]
+    assert (codes[1, left] <= 17).all() and (np.diff(left) > 0).all()  # a stable split of ordered rows
+    assert not (np.diff(t.perm) > 0).all()
+    collapse(t, 0)
+    np.testing.assert_array_equal(t.perm, np.arange(n))
+    pj = rng.permutation(n).astype(np.int32)
+    before = pj.copy()
+    merge_rows(pj, 3, 100, n - 1)
+    np.testing.assert_array_equal(np.sort(pj[3 : n - 1]), np.sort(before[3 : n - 1]))
+    np.testing.assert_array_equal(pj[:3], before[:3])
+    assert pj[n - 1] == before[n - 1]
