@@ -23,6 +23,7 @@ REPORTS = [
     "likelihood-cost",
     "mixing",
     "persistence",
+    "scale-benchmark",
     "sparsity-benchmark",
     "sparsity-benchmark-quick",
     "pg-california",
