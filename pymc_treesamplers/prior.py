@@ -16,7 +16,7 @@ import numpy as np
 
 from .layout import ROW_INT
 from .records import split_data
-from .rows import PAR_MIN, code_range_blocks
+from .rows import PAR_MIN, block_range, code_range_blocks
 
 NEG_INF = -np.inf
 
@@ -64,14 +64,7 @@ def code_range(code_v, pj, s, e, threads=1):
     """Smallest and largest code of one variable over the rows ``pj[s:e]`` (by blocks on a long range)."""
     if e - s >= PAR_MIN:
         return code_range_blocks(code_v, pj, s, e, threads)
-    mn = code_v[pj[s]]
-    mx = mn
-    for t in range(s + 1, e):
-        c = code_v[pj[t]]
-        if c < mn:
-            mn = c
-        elif c > mx:
-            mx = c
+    mn, mx = block_range(code_v, pj, s, e)
     return np.int64(mn), np.int64(mx)
 
 

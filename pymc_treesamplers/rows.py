@@ -315,7 +315,8 @@ def partition_blocks(pj, s, e, code_v, c, threads):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _block_range(code_v, pj, a, b):
+def block_range(code_v, pj, a, b):
+    """Smallest and largest code over ``pj[a:b]`` in one plain loop (a block, or a short range)."""
     mn = code_v[pj[a]]
     mx = mn
     for q in range(a + 1, b):
@@ -331,7 +332,7 @@ def _block_range(code_v, pj, a, b):
 def _range_par(code_v, pj, s, e, parts):
     for k in numba.prange(parts.shape[0]):
         a = s + k * BLOCK
-        parts[k, 0], parts[k, 1] = _block_range(code_v, pj, a, min(a + BLOCK, e))
+        parts[k, 0], parts[k, 1] = block_range(code_v, pj, a, min(a + BLOCK, e))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -344,7 +345,7 @@ def code_range_blocks(code_v, pj, s, e, threads):
     else:
         for k in range(nb):
             a = s + k * BLOCK
-            parts[k, 0], parts[k, 1] = _block_range(code_v, pj, a, min(a + BLOCK, e))
+            parts[k, 0], parts[k, 1] = block_range(code_v, pj, a, min(a + BLOCK, e))
     mn = parts[0, 0]
     mx = parts[0, 1]
     for k in range(1, nb):
