@@ -80,8 +80,10 @@ THREADING_LAYER = _choose_threading_layer()
 # on the one-thread path. ``get_num_threads`` is numba's public call that starts the pool.
 numba.get_num_threads()
 
-BLOCK = 1 << 13
-"""Rows per block: the unit of parallel work and of the summation order of long ranges."""
+BLOCK = int(os.environ.get("PMT_ROWS_BLOCK", 1 << 13))
+"""Rows per block: the unit of parallel work and of the summation order of long ranges. The
+exactness tests set ``PMT_ROWS_BLOCK`` to a few rows so that the block paths run on enumerable data
+(numba compiles it in: such a process needs its own ``NUMBA_CACHE_DIR``)."""
 
 PAR_MIN = 2 * BLOCK
 """Ranges of at least this many rows are summed by blocks (and in parallel with ``threads > 1``)."""

@@ -243,3 +243,23 @@ def test_collapse_of_a_long_node_puts_its_rows_back_in_order():
     np.testing.assert_array_equal(np.sort(pj[3 : n - 1]), np.sort(before[3 : n - 1]))
     np.testing.assert_array_equal(pj[:3], before[:3])
     assert pj[n - 1] == before[n - 1]
+
+
+@pytest.mark.slow
+def test_block_paths_are_exact_on_enumerable_data(tmp_path):
+    # the long-range paths (block sums, stable split, block code range, the merge on collapse) run only
+    # from rows.PAR_MIN rows on, far beyond what can be enumerated: with blocks of 2 rows they run on
+    # the 7-row data, and every registry sampler's enumeration tests (m = 1 and m = 2, the prior under a
+    # flat likelihood, the wrong targets that must fail) run again in a process compiled that way
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PMT_ROWS_BLOCK="2", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    probe = subprocess.run([sys.executable, "-c", "from pymc_treesamplers import rows; print(rows.PAR_MIN)"],
+                           env=env, capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "4"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          "tests/test_matrix.py"], env=env, cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:]
