@@ -9,6 +9,7 @@ likelihood. Prior predictive draws sample fresh trees from the tree prior.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pytensor.tensor as pt
@@ -25,6 +26,10 @@ from .splitprior import DirichletSplitPrior, prior_split_weights
 __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 
 
+_BART_PROPS = ("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
+               "categorical")
+
+
 class BARTRV(RandomVariable):
     """PyTensor Op of a BART sum-of-trees vector. Priors live in the Op's properties."""
 
@@ -32,11 +37,7 @@ class BARTRV(RandomVariable):
     signature = "(n,p),(n)->(n)"
     dtype = "floatX"
     _print_name = ("BART", "\\operatorname{BART}")
-    __props__ = (
-        *RandomVariable.__props__,
-        *("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
-          "categorical"),
-    )
+    __props__ = (*RandomVariable.__props__, *_BART_PROPS)
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
                  split_points="data", k=2.0, auto_leaf=(False, False), categorical=(), **kwargs):
@@ -97,6 +98,8 @@ class BARTRV(RandomVariable):
                 "stored trees instead: pmt.sample_posterior_predictive(idata, var_names=[...]) after pm.set_data "
                 "(draw-matched, everything downstream included), or pmt.predict(idata, X_new, var_name)."
             )
+        if any(self.auto_leaf) and (model := _calling_model("sample_prior_predictive")) is not None:
+            self._warn_if_link_scale(model)
         # PyTensor broadcasts X and Y to the batch (output) shape: every output has the same X
         X = X.reshape(-1, *X.shape[-2:])
         if not all(np.array_equal(x, X[0], equal_nan=True) for x in X[1:]):
@@ -116,6 +119,45 @@ class BARTRV(RandomVariable):
                 values = rng.normal(self.mu0, self.sigma_mu, size=leaf.max() + 1)
                 row += values[leaf]
         return out[0] if size is None or len(size) == 0 else out
+
+
+    def _warn_if_link_scale(self, model) -> None:
+        """Warn when prior predictive draws use the leaf prior on the scale of Y while the tree steps will use
+        one on a link scale: a defaulted leaf prior of a BART under a likelihood other than a Normal mean."""
+        from pytensor.graph.traversal import ancestors
+        from pytensor.tensor.random.basic import NormalRV
+
+        # the compiled function may hold an in-place copy of this Op (another ``inplace`` prop): compare ours
+        mine = [getattr(self, k) for k in _BART_PROPS]
+        barts = [rv for rv in model.free_RVs if isinstance(getattr(rv.owner, "op", None), BARTRV)
+                 and [getattr(rv.owner.op, k) for k in _BART_PROPS] == mine]
+        for obs in model.observed_RVs:
+            mine = [rv for rv in barts if rv in set(ancestors([obs]))]
+            if not mine:
+                continue
+            params = obs.owner.op.dist_params(obs.owner)
+            gaussian_mean = isinstance(obs.owner.op, NormalRV) and not any(
+                rv in set(ancestors(params[1:])) for rv in mine)
+            if not gaussian_mean:
+                warnings.warn(
+                    f"prior predictive draws of {mine[0].name!r} use the leaf prior mu0={self.mu0:.4g}, "
+                    f"sigma_mu={self.sigma_mu:.4g} (the defaults on the scale of Y), but under the likelihood "
+                    f"{obs.name!r} the tree steps sample with a leaf prior on its link scale (sigma_mu = "
+                    f"3 / (k sqrt(m)), mu0 = the best constant fit / m; docs/likelihoods.md). Pass mu0 and sigma_mu "
+                    "to pmt.BART to make the two the same.", UserWarning, stacklevel=2)
+                return
+
+
+def _calling_model(function: str):
+    """The model of PyMC's ``function`` (``sample_prior_predictive``) when it is on the call stack (it
+    evaluates the model's random variables through a compiled function; the Op has no other way to know
+    who calls it), else None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == function and frame.f_globals.get("__name__", "").startswith("pymc."):
+            return frame.f_locals.get("model")
+        frame = frame.f_back
+    return None
 
 
 def _inside_posterior_predictive() -> bool:

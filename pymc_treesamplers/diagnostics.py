@@ -17,6 +17,9 @@ import pandas as pd
 import xarray as xr
 
 __all__ = [
+    "FROZEN_MH",
+    "FROZEN_TREES",
+    "acceptance",
     "bulk_ess",
     "choose_draws",
     "compare_samplers",
@@ -25,11 +28,70 @@ __all__ = [
     "get_variable_inclusion",
     "rank_rhat",
     "sampler_stats",
+    "frozen_message",
     "tree_size_trace",
 ]
 
 # stats that are not one number per draw
 _NOT_SCALAR = ("split_counts", "forest")
+
+# A tree step's chain "cannot move" after tuning when the likelihood correction keeps fewer than FROZEN_MH of its
+# proposals, or fewer than FROZEN_TREES of its tree updates change a tree (docs/likelihoods.md, "A chain that
+# cannot move"). Chains that froze kept 0.000-0.04 (the expansion at the leaf prior mean on small counts, issue
+# 27); the default routes keep 0.75-0.92 on the exactness tests and 0.6-0.95 on real data, the expansion route
+# 0.16-0.99. Every tree of a fit is updated once per draw, so at 1% a tree changes about 10 times in 1000 draws.
+FROZEN_MH = 0.1
+FROZEN_TREES = 0.01
+
+
+def frozen_message(var_name: str, step: str, tree_rate: float, mh_rate: float | None) -> str | None:
+    """The warning for a chain whose trees could not move after tuning (module constants), or None.
+
+    >>> frozen_message("mu", "CGMStep", 0.3, 0.9) is None
+    True
+    >>> print(frozen_message("mu", "CGMStep", 0.3, 0.02))  # doctest: +ELLIPSIS
+    The tree step of 'mu' (CGMStep) kept 2.0% of its proposals after tuning ...
+    """
+    if mh_rate is not None and mh_rate < FROZEN_MH:
+        what = (f"kept {mh_rate:.1%} of its proposals after tuning (the likelihood correction's acceptance; "
+                f"below {FROZEN_MH:.0%} the trees barely move)")
+        advice = ("Its working model of the likelihood is far from where the leaves sit: use the step's default "
+                  "route=\"auto\" (exact leaf sums or data augmentation where the family has them), and check "
+                  "the leaf prior (mu0, sigma_mu) against the data.")
+    elif tree_rate < FROZEN_TREES:
+        what = f"changed {tree_rate:.2%} of its trees after tuning (below {FROZEN_TREES:.0%} they barely move)"
+        advice = ("Try CGMStep or ReshapeStep (moves that change a split without pruning it), more tuning draws, "
+                  "or a wider leaf prior (smaller k).")
+    else:
+        return None
+    return (f"The tree step of {var_name!r} ({step}) {what}: its draws may not represent the posterior. {advice} "
+            f"Per chain: pmt.diagnostics.acceptance(idata, {var_name!r}).")
+
+
+def acceptance(idata, var_name: str = "mu") -> pd.DataFrame:
+    """Per chain, over the stored draws: the share of tree updates that changed a tree (``accept``), the
+    likelihood correction's acceptance (``mh_accept``, when the step has a correction), and ``frozen``:
+    whether either is below the threshold under which the step warns at the end of sampling
+    (``FROZEN_TREES``, ``FROZEN_MH``).
+
+    >>> import arviz as az
+    >>> st = {"mu_accept": np.array([[0.5, 0.7], [0.004, 0.002]]), "mu_forest": np.full((2, 2), "")}
+    >>> acceptance(az.from_dict({"sample_stats": st}))
+             accept  frozen
+    chain 0   0.600   False
+    chain 1   0.003    True
+    """
+    stats = _stats(idata)
+    _stat(idata, var_name, "forest")
+    cols = {"accept": np.asarray(stats[f"{var_name}_accept"].values, dtype=float)}
+    if f"{var_name}_mh_accept" in stats:
+        cols["mh_accept"] = np.asarray(stats[f"{var_name}_mh_accept"].values, dtype=float)
+    rows = {f"chain {c}": {k: float(v[c].mean()) for k, v in cols.items()} for c in range(stats.sizes["chain"])}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    frozen = table["accept"] < FROZEN_TREES
+    if "mh_accept" in table:
+        frozen |= table["mh_accept"] < FROZEN_MH
+    return table.assign(frozen=frozen)
 
 
 def bulk_ess(draws) -> np.ndarray:

@@ -31,6 +31,7 @@ from pytensor.scalar import Erfc, Exp, Sigmoid
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random import basic as rvs
 
+from .augment import augment_pseudo, augmented, can_augment
 from .kernels import families as fam
 from .kernels.graph import GraphLik, graph_lik, register_host
 
@@ -122,12 +123,12 @@ class GaussianWorkingModel:
         self._dtype = value_var.dtype
         self.n = f0.shape[0]
         rng = np.random.default_rng(0)
-        f1 = f0 + rng.normal(size=f0.shape) * (1.0 + np.abs(f0).mean())
-        # coupling is structural: look for it at moderate values, where no likelihood saturates (the
-        # initial point is on the scale of Y, which can be extreme on a link scale: p(1 - p) of a
-        # logit at 14 is 6e-7, below the rounding of some of PyTensor's rewrites of it)
+        # coupling and curvature are structural: look for them at moderate values, where no likelihood
+        # saturates or overflows (the initial point is on the scale of Y, which can be extreme on a link
+        # scale: p(1 - p) of a logit at 14 is 6e-7, below the rounding of some of PyTensor's rewrites of it;
+        # a Gamma's mean exp(5000) is inf)
         self._check_elementwise(hv_fn, (rng.normal(size=f0.shape), 2.0 * rng.normal(size=f0.shape)), rng)
-        self.quadratic = self._is_quadratic(f0, f1)
+        self.quadratic = self._is_quadratic(0.5 * rng.normal(size=f0.shape), rng.normal(size=f0.shape))
         if require_quadratic and not self.quadratic:
             raise NotImplementedError(
                 f"the likelihood {self.observed_names} is not Gaussian in the BART value and not one of the "
@@ -181,6 +182,12 @@ class GaussianWorkingModel:
         positive = h > 0.0
         fill = float(np.median(h[positive])) if positive.any() else 0.0
         curv[:] = np.where(positive, h, fill)
+
+    corrected = False
+
+    def sweep_input(self, f: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The exact pseudo-data ``(z, w)`` at ``f`` (``rng`` unused: nothing is drawn)."""
+        return self(f)
 
     def __call__(self, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.flat:
@@ -253,15 +260,34 @@ _FAMILIES = {
 }
 
 
+# Binomial rows with more trials than this on average take the expansion route: an augmentation
+# draws one latent per trial, and with many trials a row's likelihood is close to Gaussian anyway
+MAX_MEAN_TRIALS = 50
+
+ROUTES = ("auto", "expand")
+
+
 class FamilyWorkingModel:
     """The likelihood record of a BART variable under an observation family (module docstring).
 
-    ``record(f)`` reads the other model values (set by PyMC before each step) and returns a
-    :class:`~pymc_treesamplers.kernels.families.FamilyLik` at the BART value ``f``.
+    ``sweep_input(f, rng)`` reads the other model values (set by PyMC before each step) and returns what
+    one sweep of the trees runs on at the BART value ``f``, by the family's route (``self.route``):
+
+    * ``"augment"`` (Bernoulli/Binomial logit or probit, Student-t): latents drawn given ``f``
+      (:mod:`pymc_treesamplers.augment`), then Gaussian pseudo-data ``(z, w)``: the exact kernels, no
+      correction;
+    * ``"loglink"`` (Poisson, Gamma, Normal log sd): a
+      :class:`~pymc_treesamplers.kernels.families.FamilyLik` on the log-link route (exact leaf sums, Laplace
+      leaves, Metropolis-Hastings corrected);
+    * ``"expand"`` (negative binomial, asymmetric Laplace, a Binomial with more than ``MAX_MEAN_TRIALS``
+      trials per row on average, or any family with ``route="expand"``): a ``FamilyLik`` expanded at the
+      other trees' fit plus the constant that fits best there, corrected.
+
+    ``record(f)`` is the expansion route's record (which also serves the constant fit).
     """
 
     def __init__(self, model: pm.Model, bart_rv, value_var, shared: dict, point: dict, gaussian: GaussianWorkingModel,
-                 center: float, compile_kwargs=None, view: OutputView | None = None):
+                 center: float, compile_kwargs=None, view: OutputView | None = None, route: str = "auto"):
         names = gaussian.observed_names
         observed = [model[name] for name in names]
         if len(observed) != 1:
@@ -274,6 +300,8 @@ class FamilyWorkingModel:
         if view is not None:
             params = graph_replace(params, view.replacement, strict=False)
             value_var, f0 = view.var, f0[view.index]
+        # the checks below run at moderate values (GaussianWorkingModel explains why)
+        f0 = 0.5 * np.random.default_rng(3).normal(size=f0.shape)
         self._view = view
         dependent = [k for k, p in enumerate(params) if value_var in set(ancestors([p]))]
         if view is not None and dependent:
@@ -297,6 +325,8 @@ class FamilyWorkingModel:
         if kind_link == "binary":
             kind_link = (fam.PROBIT2, "probit") if _is_probit(params[k]) else (fam.LOGIT2, "logit")
         self.kind, self.link = kind_link
+        # an augmentation draws one latent per trial: a Binomial's trials must be data, not a variable
+        trials_are_data = not (isinstance(op, rvs.BinomialRV) and set(model.value_vars) & set(ancestors([params[0]])))
         eta = _link_scale(params[k], self.link)
         others = [p for j, p in enumerate(params) if j != k]
         y = model.rvs_to_values[obs]
@@ -317,6 +347,27 @@ class FamilyWorkingModel:
         if not abs(ours - theirs) <= 1e-6 * (1.0 + abs(theirs)):
             raise RuntimeError(f"internal check failed: the {self.family} likelihood of {obs.name!r} differs from "
                                f"PyMC's ({ours} vs {theirs} between two points); please report this model")
+        self.route = self._choose_route(route, op, lik0, trials_are_data)
+
+    def _choose_route(self, route: str, op, lik: fam.FamilyLik, trials_are_data: bool) -> str:
+        if route not in ROUTES:
+            raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+        if route == "expand":
+            return "expand"
+        if self.kind in (fam.POISSON_LOG, fam.GAMMA_LOGSCALE, fam.NORMAL_LOGSD):
+            return "loglink"
+        if self.kind == fam.STUDENT_T:
+            return "augment"
+        binary = isinstance(op, (rvs.BernoulliRV, rvs.BinomialRV))
+        if (binary and trials_are_data and can_augment(self.kind, lik.u, lik.v)
+                and np.mean(lik.u + lik.v) <= MAX_MEAN_TRIALS):
+            return "augment"
+        return "expand"  # negative binomial, asymmetric Laplace, Binomial with many trials
+
+    @property
+    def corrected(self) -> bool:
+        """Whether the tree updates are Metropolis-Hastings corrected (every route but ``"augment"``)."""
+        return self.route != "augment"
 
     def _eval(self, f):
         eta, y, *others = self._fn(np.asarray(f, dtype=self._dtype))
@@ -336,8 +387,9 @@ class FamilyWorkingModel:
                                       f"observation per row of the BART variable ({self.n},)")
         return np.asarray(eta, dtype=float), np.asarray(y, dtype=float), [np.asarray(p, dtype=float) for p in others]
 
-    def record(self, f: np.ndarray) -> fam.FamilyLik:
-        """The likelihood record at the BART value ``f`` (checks that the link scale is affine in ``f``)."""
+    def _parts(self, f: np.ndarray):
+        """``(u, v, s, a, b)`` at the other variables' current values (checks that the link scale is affine
+        in the BART value)."""
         eta0, y, others = self._eval(np.zeros(self.n))
         eta1 = self._eval(np.ones(self.n))[0]
         a, b = eta0, eta1 - eta0
@@ -347,8 +399,24 @@ class FamilyWorkingModel:
                 f"the {self.link} of the parameter of {self.name!r} is not affine in the BART value (each row's "
                 f"{self.link}(parameter) must be a + b * bart[row]); the tree steps need that form"
             )
-        u, v, s = self._data(y, others)
-        return fam.family_lik(self.kind, u, v, s, a, b, self.mu0, self.s2, f, self.refine)
+        return (*self._data(y, others), a, b)
+
+    def record(self, f: np.ndarray) -> fam.FamilyLik:
+        """The expansion route's likelihood record at the BART value ``f``."""
+        u, v, s, a, b = self._parts(f)
+        return fam.family_lik(self.kind, u, v, s, a, b, self.mu0, self.s2, f, self.refine, laplace=False)
+
+    def sweep_input(self, f: np.ndarray, rng: np.random.Generator):
+        """What one sweep runs on at the BART value ``f`` (class docstring): ``(z, w)``, Gaussian
+        pseudo-data, on the augmentation route; else a likelihood record."""
+        u, v, s, a, b = self._parts(f)
+        f = np.asarray(f, dtype=np.float64)
+        if self.route == "augment":
+            z, w = np.empty(self.n), np.empty(self.n)
+            augment_pseudo(rng, augmented(self.kind, u, v, s, a, b, self.n), f, z, w)
+            return z, w
+        return fam.family_lik(self.kind, u, v, s, a, b, self.mu0, self.s2, f, self.refine,
+                              laplace=None if self.route == "loglink" else False)
 
     def constant_fit(self) -> float:
         """The BART value ``c`` (the same in every row) that maximises the likelihood at the current other
@@ -358,10 +426,11 @@ class FamilyWorkingModel:
 
     def choose_leaf_proposal(self, m: int) -> bool:
         """Whether to propose leaves from the Newton-refined ``q`` (kernels/families.py), set on
-        ``self.refine``. Both are exact; refining costs two more passes over the rows per tree and pays
-        when a working mean ``delta^2 / 2`` off (``delta`` ~ the leaf prior sd) is more than a leaf's
-        posterior sd: ``s2 / 2 * sqrt(rows per leaf * curvature per row) > 1``, with ``n / 2`` rows
-        per leaf and the curvature at the constant fit ``m * mu0``."""
+        ``self.refine`` (the expansion route's choice; the log-link route always proposes from the
+        leaves' exact conditional modes). Both are exact; refining costs two more passes over the rows
+        per tree and pays when a working mean ``delta^2 / 2`` off (``delta`` ~ the leaf prior sd) is more
+        than a leaf's posterior sd: ``s2 / 2 * sqrt(rows per leaf * curvature per row) > 1``, with
+        ``n / 2`` rows per leaf and the curvature at the constant fit ``m * mu0``."""
         lik = self.record(np.zeros(self.n))
         info = fam.constant_score(lik, m * self.mu0)[1]
         self.refine = bool(0.5 * self.s2 * np.sqrt(0.5 * self.n * info / self.n) > 1.0)
@@ -425,18 +494,25 @@ class GraphWorkingModel:
 
         return _score_root(score_info)
 
+    corrected = True
+
     def record(self, f: np.ndarray) -> GraphLik:
         """The likelihood record at the BART value ``f``."""
         if self._key is None:
             self._key = register_host(self.gaussian)
         return graph_lik(self._key, self.mu0, f)
 
+    def sweep_input(self, f: np.ndarray, rng: np.random.Generator) -> GraphLik:
+        """:meth:`record` (``rng`` unused)."""
+        return self.record(f)
+
 
 def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict, center: float,
-                  compile_kwargs=None, view: OutputView | None = None
+                  compile_kwargs=None, view: OutputView | None = None, route: str = "auto"
                   ) -> GaussianWorkingModel | FamilyWorkingModel | GraphWorkingModel:
     """The working model of ``bart_rv``'s likelihood (module docstring); ``center``: the leaf prior mean;
-    ``view``: one output of a BART variable with several, given the others.
+    ``view``: one output of a BART variable with several, given the others; ``route``: a family's route
+    (:class:`FamilyWorkingModel`).
 
     The exact Gaussian pseudo-data when they apply, else a family of ``kernels/families.py`` when the
     graph matches one, else the PyTensor graph.
@@ -451,7 +527,7 @@ def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict
     if gaussian.n_potentials == 0:
         try:
             return FamilyWorkingModel(model, bart_rv, value_var, shared, point, gaussian, center, compile_kwargs,
-                                      view=view)
+                                      view=view, route=route)
         except NotImplementedError as err:
             reason = str(err)
     else:

@@ -38,12 +38,19 @@ class SplitData(NamedTuple):
 
 
 class TreePrior(NamedTuple):
-    """Tree prior ``p_split(d) = alpha (1 + d)^-beta`` and leaf prior ``N(mu0, s2)``."""
+    """Tree prior ``p_split(d) = alpha (1 + d)^-beta`` and leaf prior ``N(mu0, s2)``.
+
+    ``leaf_exp``: how a leaf's rows enter its marginal likelihood. 0: Gaussian pseudo-data (exact
+    conjugate algebra, :mod:`pymc_treesamplers.gaussian`); ``c != 0``: rows of a log-link family, each
+    ``s_i c mu - w_i exp(c mu)`` with ``S = sum w r`` standing for ``sum s`` (the Laplace approximation
+    of :mod:`pymc_treesamplers.loglink`).
+    """
 
     alpha: float
     beta: float
     mu0: float
     s2: float
+    leaf_exp: float = 0.0
 
 
 class Pseudo(NamedTuple):

@@ -7,6 +7,10 @@ reject path of :func:`pymc_treesamplers.kernels.driver.sweep` that the exact Gau
 never takes. It lives in the package, not in a test file, because numba's on-disk cache of the
 driver records the record types it was compiled for and must be able to import them again.
 
+:class:`UncorrectedFamily`, :class:`LikelihoodOnlyLogLink` and :class:`UntiltedAugmented` are deliberately
+wrong versions of the likelihood routes (a correction without the working likelihood, a log-link correction by
+the likelihood ratio alone, Polya-Gamma latents without their tilt), which the exactness tests must detect.
+
 >>> import numpy as np
 >>> LazyGaussian(np.zeros(3), np.ones(3), 0.5).keep
 0.5
@@ -19,11 +23,13 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from .augment import Augmented, pg1
 from .kernels.driver import register_likelihood
-from .kernels.families import FamilyLik, family_pseudo, row_loglik
+from .kernels.families import FamilyLik, _scatter_leaves, family_pseudo, loglink_row, row_loglik
+from .kernels.families import _propose_leaves as propose_leaves
 from .records import Pseudo
 
-__all__ = ["LazyGaussian", "UncorrectedFamily"]
+__all__ = ["LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented", "untilted_augment_pseudo"]
 
 
 class LazyGaussian(NamedTuple):
@@ -74,3 +80,50 @@ def _uncorrected_accept(rng, lik, j, old, new, ps):
 
 
 register_likelihood(UncorrectedFamily, family_pseudo, _uncorrected_accept)
+
+
+# FamilyLik's fields again, for the log-link route's deliberately wrong correction
+LikelihoodOnlyLogLink = NamedTuple("LikelihoodOnlyLogLink", list(FamilyLik.__annotations__.items()))
+LikelihoodOnlyLogLink.__doc__ = """:class:`~pymc_treesamplers.kernels.families.FamilyLik` on the log-link route whose
+accept step uses the likelihood ratio alone, dropping the leaves' prior, their proposal density and the Laplace
+marginals: a deliberately wrong correction, which exactness tests must detect."""
+
+
+@numba.njit(cache=True, nogil=True)
+def _likelihood_only_accept(rng, lik, j, old, new, ps):
+    _scatter_leaves(new, lik.lnew, lik.enew, lik.slope)
+    log_ratio = 0.0
+    for i in range(lik.f.shape[0]):
+        s, k = loglink_row(lik.kind, lik.u[i], lik.v[i])
+        e1 = lik.em[i] * lik.enew[i]
+        lik.enew[i] = e1
+        log_ratio += s * lik.slope * (lik.lnew[i] - lik.g[i]) - k * (e1 - lik.e[i])
+    lik.counts[0] += 1
+    if not (log_ratio >= 0.0 or rng.random() < np.exp(log_ratio)):
+        return False
+    lik.counts[1] += 1
+    for i in range(lik.f.shape[0]):
+        lik.f[i] += lik.lnew[i] - lik.g[i]
+        lik.e[i] = lik.enew[i]
+    return True
+
+
+register_likelihood(LikelihoodOnlyLogLink, family_pseudo, _likelihood_only_accept, propose_leaves)
+
+
+# Augmented's fields under another type: the test chains draw its latents with the wrong draw below
+UntiltedAugmented = NamedTuple("UntiltedAugmented", list(Augmented.__annotations__.items()))
+UntiltedAugmented.__doc__ = """:class:`~pymc_treesamplers.augment.Augmented` whose Polya-Gamma latents are drawn
+without their tilt, ``PG(N, 0)`` instead of ``PG(N, eta)``: a deliberately wrong augmentation, which exactness
+tests must detect."""
+
+
+@numba.njit(cache=True, nogil=True)
+def untilted_augment_pseudo(rng, aug, f, z, w):
+    """:func:`~pymc_treesamplers.augment.augment_pseudo` for ``LOGIT2`` with ``omega ~ PG(N, 0)``."""
+    for i in range(f.shape[0]):
+        omega = 0.0
+        for _ in range(aug.trials[i]):
+            omega += pg1(rng, 0.0)
+        z[i] = (0.5 * (aug.u[i] - aug.v[i]) / omega - aug.a[i]) / aug.b[i]
+        w[i] = aug.b[i] * aug.b[i] * omega

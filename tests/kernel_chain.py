@@ -17,13 +17,18 @@ from exact import partition_key
 from numba.extending import overload
 
 import pymc_treesamplers as pmt
+from pymc_treesamplers.augment import Augmented, augment_pseudo
 from pymc_treesamplers.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.kernels.ct import CTScratch
 from pymc_treesamplers.kernels.driver import SWEEP_DONE, new_work, sweep
 from pymc_treesamplers.kernels.families import family_lik
 from pymc_treesamplers.layout import CUT, END, FALSE, LEFT, ROOT, START, VAR
 from pymc_treesamplers.records import Pseudo, TreePrior, split_data
+from pymc_treesamplers.testing import UntiltedAugmented, untilted_augment_pseudo
 from pymc_treesamplers.tree import subtree_nodes
+
+# record types whose sweep input is Gaussian pseudo-data of latents drawn before each sweep, and their draw
+AUGMENTATIONS = {Augmented: augment_pseudo, UntiltedAugmented: untilted_augment_pseudo}
 
 
 def _first_rate(sk):
@@ -37,16 +42,27 @@ def _first_rate_impl(sk):
     return lambda sk: 0.0
 
 
-def _sweep_record(lik, forest, f):
-    """What the sweep sees: the running residual of fixed Gaussian pseudo-data, or the record."""
+def _sweep_record(rng, lik, forest, f, zw):
+    """What the sweep sees: the running residual of fixed Gaussian pseudo-data, the Gaussian pseudo-data
+    of freshly drawn latents (an augmentation record, as the step draws them), or the record."""
 
 
 @overload(_sweep_record)
-def _sweep_record_impl(lik, forest, f):
-    if getattr(lik, "instance_class", None) is not Pseudo:
-        return lambda lik, forest, f: lik
+def _sweep_record_impl(rng, lik, forest, f, zw):
+    cls = getattr(lik, "instance_class", None)
+    if cls in AUGMENTATIONS:
+        draw = AUGMENTATIONS[cls]
 
-    def gaussian(lik, forest, f):
+        def augmented(rng, lik, forest, f, zw):
+            forest_sum(forest, f)
+            draw(rng, lik, f, zw[0], zw[1])
+            return Pseudo(zw[0] - f, zw[1], 1)
+
+        return augmented
+    if cls is not Pseudo:
+        return lambda rng, lik, forest, f, zw: lik
+
+    def gaussian(rng, lik, forest, f, zw):
         forest_sum(forest, f)
         return Pseudo(lik.r - f, lik.w, 1)
 
@@ -56,27 +72,35 @@ def _sweep_record_impl(lik, forest, f):
 @numba.njit(cache=True)
 def _chain(rng, n_draws, thin, data, prior, forest, lik, labels, work, sk, changed, rates, rules):
     f = np.empty(forest.perm.shape[1])
+    zw = np.empty((2, forest.perm.shape[1]))
     for d in range(n_draws):
         for _ in range(thin):
             # typed ROOT/FALSE, not literals: the call then reuses the step's compiled sweep
-            code, _ = sweep(rng, ROOT, FALSE, data, prior, forest, _sweep_record(lik, forest, f), work, sk, changed)
+            code, _ = sweep(rng, ROOT, FALSE, data, prior, forest, _sweep_record(rng, lik, forest, f, zw), work, sk,
+                            changed)
             if code != SWEEP_DONE:
                 raise RuntimeError("node capacity exceeded or the update failed")
-        if rates.shape[0] > 0:
-            rates[d] = _first_rate(sk)
-        if rules.shape[0] > 0:  # tree 0's rules in preorder (left child first): (var, cut), -1 for a leaf
-            nn = subtree_nodes(forest.ints[0], ROOT, work.order)
-            for q in range(nn):
-                u = work.order[q]
-                rules[d, q, 0] = forest.ints[0, u, VAR]
-                rules[d, q, 1] = forest.ints[0, u, CUT]
-            rules[d, nn:, 0] = -2
-        # rows share a cell of the common refinement iff they share a leaf in every tree
-        for j in range(forest.ints.shape[0]):
-            for k in range(forest.n_nodes[j]):
-                if forest.ints[j, k, LEFT] < 0:
-                    for t in range(forest.ints[j, k, START], forest.ints[j, k, END]):
-                        labels[d, j, forest.perm[j, t]] = k
+        _keep(d, forest, work, sk, labels, rates, rules)
+
+
+@numba.njit(cache=True)
+def _keep(d, forest, work, sk, labels, rates, rules):
+    """Record the state after draw ``d``: tree 0's total rate, its rules, every row's leaf per tree."""
+    if rates.shape[0] > 0:
+        rates[d] = _first_rate(sk)
+    if rules.shape[0] > 0:  # tree 0's rules in preorder (left child first): (var, cut), -1 for a leaf
+        nn = subtree_nodes(forest.ints[0], ROOT, work.order)
+        for q in range(nn):
+            u = work.order[q]
+            rules[d, q, 0] = forest.ints[0, u, VAR]
+            rules[d, q, 1] = forest.ints[0, u, CUT]
+        rules[d, nn:, 0] = -2
+    # rows share a cell of the common refinement iff they share a leaf in every tree
+    for j in range(forest.ints.shape[0]):
+        for k in range(forest.n_nodes[j]):
+            if forest.ints[j, k, LEFT] < 0:
+                for t in range(forest.ints[j, k, START], forest.ints[j, k, END]):
+                    labels[d, j, forest.perm[j, t]] = k
 
 
 def _uncached(fn, **replace):
@@ -99,15 +123,18 @@ def make_step(step_cls, options, n, p, m=1):
 
 
 def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alpha=0.95, beta=2.0, mu0=0.0,
-                sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None, tree_keys=False):
+                sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None, tree_keys=False,
+                leaf_exp=None):
     """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a chain of ``m`` trees on
-    the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s[, refine[, record type]])``
-    (``eta = f``; ``r, w`` unused; FamilyLik's ``refine`` flag, a record type with its fields), or
-    ``family`` a function ``(f, mu0) -> likelihood record``; ``counts``: a list that receives the
-    record's (proposals, accepted). With ``m = 1`` a key is the tree's row partition; with ``m >= 2``
-    the tuple of every tree's partition. ``return_rates``: also the first tree's total jump rate at
-    each kept draw (CTBirthDeathStep only). ``tree_keys``: the keys are tree 0's preorder rule
-    sequences, as :func:`exact.exact_tree_posterior` writes them, not partitions."""
+    the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s[, refine[, record type[, laplace]]])``
+    (``eta = f``; ``r, w`` unused; FamilyLik's ``refine`` flag, a record type with its fields or None, its
+    ``laplace`` flag), or ``family`` a function ``(f, mu0) -> likelihood record``, or an augmentation record
+    (its latents redrawn before every sweep, as a step does at each draw); ``counts``: a list that receives
+    the record's (proposals, accepted). With ``m = 1`` a key is the tree's row partition; with ``m >= 2``
+    the tuple of every tree's partition. ``return_rates``: also the first tree's total jump rate at each
+    kept draw (CTBirthDeathStep only). ``tree_keys``: the keys are tree 0's preorder rule sequences, as
+    :func:`exact.exact_tree_posterior` writes them, not partitions. ``leaf_exp``: the tree prior's, instead
+    of the record's (a deliberately wrong test)."""
     codes = np.asarray(codes_np).T
     p, n = codes.shape
     data = split_data(codes, np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float))
@@ -125,15 +152,20 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
         if callable(family):
             lik = family(f, mu0)
         else:
-            lik = family_lik(*family[:4], 0.0, 1.0, mu0, sigma_mu**2, f, refine=family[4] if len(family) > 4 else True)
-            if len(family) > 5:
+            lik = family_lik(*family[:4], 0.0, 1.0, mu0, sigma_mu**2, f, refine=family[4] if len(family) > 4 else True,
+                             laplace=family[6] if len(family) > 6 else None)
+            if len(family) > 5 and family[5] is not None:
                 lik = family[5](*lik)
+    # a record on the log-link route integrates its leaves by Laplace, and so must the kernels (as the step
+    # sets it); ``leaf_exp`` overrides that (a deliberately wrong test)
+    prior = prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0) if leaf_exp is None else leaf_exp)
     rules = np.empty((n_draws if tree_keys else 0, 2 * n + 1, 2), dtype=np.int64)
     scratch = step._new_scratch(data.codes, m)
+    args = (np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays())
+    tail = (labels, new_work(n), scratch, np.zeros(m, dtype=np.bool_), rates, rules)
     chain = _chain if type(scratch).__module__.startswith("pymc_treesamplers.") else _chain_test_types
-    chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels, new_work(n), scratch,
-          np.zeros(m, dtype=np.bool_), rates, rules)
-    if counts is not None and family is not None:
+    chain(*args, lik, *tail)
+    if counts is not None and hasattr(lik, "counts"):
         counts.extend(lik.counts.tolist())
     if tree_keys:
         keys = [tuple(-1 if v < 0 else (int(v), int(c)) for v, c in row if v > -2) for row in rules]

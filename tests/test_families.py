@@ -1,4 +1,10 @@
-"""Non-Gaussian likelihoods: every sampler of the registry against the exact posterior (m = 1).
+"""Non-Gaussian likelihoods on the expansion route: every sampler of the registry against the exact posterior
+(m = 1).
+
+The expansion route (``route="expand"``, and the route of the asymmetric Laplace and of the PyTensor graph)
+expands the log-likelihood at the other trees' fit plus the leaf prior mean and corrects by
+Metropolis-Hastings. The default routes of the other families (augmentation, log-link leaves) are proven in
+tests/test_routes.py.
 
 The exact answer enumerates every tree of the tiny data set (tests/exact.py) with each leaf's
 marginal likelihood computed by quadrature over the leaf value, from scipy's log densities (not the
@@ -54,7 +60,7 @@ FAMILIES = {
     "bernoulli-probit": ((PROBIT2, Y_BINARY, 1.0 - Y_BINARY, 0.0, True),
                          lambda rows, mu: sum(special.log_ndtr(mu if Y_BINARY[i] else -mu) for i in rows),
                          float(special.ndtri(Y_BINARY.mean())), 2),
-    "poisson-log": ((POISSON_LOG, Y_COUNT, 0.0, 0.0, True),
+    "poisson-log": ((POISSON_LOG, Y_COUNT, 0.0, 0.0, True, None, False),
                     lambda rows, mu: sum(stats.poisson.logpmf(Y_COUNT[i], np.exp(mu)) for i in rows),
                     float(np.log(Y_COUNT.mean())), 5),
     "asymmetric-laplace": ((ASYM_LAPLACE, R, AL_B, AL_KAPPA, True),
@@ -97,7 +103,7 @@ def test_dropping_the_working_likelihood_is_detected(family):
     _, _, thin, seed = s.posterior
     n_draws, thin = N_DRAWS, 2 * thin * FAMILIES[family][3]
     keys = chain_draws(s.step, s.options, CODES, R, None, n_draws, thin, seed,
-                       family=(*FAMILIES[family][0][:4], False, UncorrectedFamily), mu0=FAMILIES[family][2])
+                       family=(*FAMILIES[family][0][:4], False, UncorrectedFamily, False), mu0=FAMILIES[family][2])
     exact = _exact(family)
     assert tv_distance(exact, empirical(keys)) > tv_threshold(exact, n_draws)
 

@@ -119,7 +119,7 @@ def test_wrong_prior_is_detected():
         _check(probs, mean_s2, keys, draws)
 
 
-def test_assigned_automatically_only_for_the_conjugate_scale_of_a_bart_mean():
+def test_assigned_automatically_to_the_scale_of_a_bart_mean_under_any_prior():
     x = np.linspace(0, 1, 30)
     y = np.sin(6 * x)
     with pm.Model() as model:
@@ -131,9 +131,21 @@ def test_assigned_automatically_only_for_the_conjugate_scale_of_a_bart_mean():
         mu2 = pmt.BART("mu2", x[:, None], y, m=5)
         sigma = pm.HalfNormal("sigma", 1.0)
         pm.Normal("w", mu2, sigma, observed=y)
+        mu3 = pmt.BART("mu3", x[:, None], y, m=5)
+        log_s = pm.Normal("log_s", 0.0, 1.0)
+        pm.Normal("v", mu3, pm.math.exp(log_s), observed=y)
+        # a scale with a random parent (a hierarchy), and a scale that differs by row
+        mu4 = pmt.BART("mu4", x[:, None], y, m=5)
+        tau = pm.HalfNormal("tau", 1.0)
+        nested = pm.HalfNormal("nested", tau)
+        pm.Normal("u", mu4, nested, observed=y)
+        mu5 = pmt.BART("mu5", x[:, None], y, m=5)
+        scaled = pm.Exponential("scaled", 1.0)
+        pm.Normal("t", mu5, scaled * (1.0 + x), observed=y)
     with model:
-        assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[s2], True) == Competence.IDEAL
-        for other in (t2, sigma):  # no BART in the mean; not the conjugate form: NUTS keeps them
+        for var in (s2, sigma, log_s):  # conjugate, HalfNormal, a log scale: all with a BART mean
+            assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[var], True) == Competence.IDEAL, var.name
+        for other in (t2, nested, scaled):  # no BART in the mean; a random parent; one scale per row: NUTS
             assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[other], True) == Competence.INCOMPATIBLE
         with pytest.raises(ValueError, match="not a scalar"):
             pmt.NormalScaleGibbs([mu])

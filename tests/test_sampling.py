@@ -137,7 +137,7 @@ def test_step_options_are_explicit_keywords():
                                    "pimh"},
                 pmt.CTBirthDeathStep: {"horizon", "mode", "rotate", "change"},
                 pmt.ReshapeStep: {"n_moves", "move_probs"}}
-    common = {"vars", "threads", "model", "initial_point", "compile_kwargs", "blocked", "rng"}
+    common = {"vars", "threads", "route", "model", "initial_point", "compile_kwargs", "blocked", "rng"}
     for cls, options in expected.items():
         params = inspect.signature(cls).parameters
         assert set(params) == common | options

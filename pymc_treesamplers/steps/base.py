@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -21,17 +20,19 @@ import numba
 import numpy as np
 import pymc as pm
 from pymc.blocking import RaveledVars
+from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 
 from ..bart import BARTRV, as_data_array, bart_covariates
 from ..binning import split_columns
+from ..diagnostics import frozen_message
 from ..forest import Forest, forest_sum, forest_summary, init_roots
 from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
 from ..kernels.families import POISSON_LOG, family_lik
 from ..kernels.graph import graph_lik, register_host
-from ..likelihood import FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
+from ..likelihood import ROUTES, FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
 from ..records import Pseudo, TreePrior, split_data
 from ..rows import check_threads, numba_threads
 from ..splitprior import kernel_weights, new_split_weights, update_split_weights
@@ -50,13 +51,15 @@ class TreeStepState(StepMethodState):
     PyMC takes a deep copy of this state before its chains and sets it again at each chain's start:
     a forest holds its rows' order per tree (``4 m n`` bytes: 8 GB at 10^7 rows and 200 trees), which
     a fresh chain does not need copied. ``forests`` comes after ``split_weights``: single-leaf roots
-    cache their available split weight, so the weights are restored first."""
+    cache their available split weight, so the weights are restored first. ``watch``: the counts behind
+    the warning of a chain that cannot move (:meth:`BaseTreeStep._watch`)."""
 
     f: np.ndarray
     synced: bool
     tune: bool
     split_weights: Any = None
     trees: list | None = None
+    watch: Any = None
     var_name: str = field(metadata={"frozen": True})
 
 
@@ -72,8 +75,9 @@ class Output:
 
     @property
     def corrected(self) -> bool:
-        """Whether the tree updates need the Metropolis-Hastings correction (not the exact Gaussian route)."""
-        return not isinstance(self.working, GaussianWorkingModel)
+        """Whether the tree updates need the Metropolis-Hastings correction (not the exact Gaussian
+        pseudo-data of a Gaussian likelihood or of an augmentation)."""
+        return self.working.corrected
 
 
 class BaseTreeStep(ArrayStepShared):
@@ -90,9 +94,12 @@ class BaseTreeStep(ArrayStepShared):
     _state_class = TreeStepState
     _extra_stats: dict[str, type] = {}
 
-    def __init__(self, vars=None, *, threads: int = 1, model=None, initial_point=None, compile_kwargs=None,
-                 blocked=False, rng=None):
+    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", model=None, initial_point=None,
+                 compile_kwargs=None, blocked=False, rng=None):
         self.threads = check_threads(threads)
+        if route not in ROUTES:
+            raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+        self.route = route
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.value_vars if isinstance(model.values_to_rvs[v].owner.op, BARTRV)]
@@ -137,7 +144,9 @@ class BaseTreeStep(ArrayStepShared):
             **({"mh_accept": np.float64} if corrected else {}),
         }
         self._stat_names = {k: f"{self.var_name}_{k}" for k in base}
-        self.stats_dtypes_shapes = {"tune": (bool, []), **{self._stat_names[k]: (d, []) for k, d in base.items()}}
+        # "warning": PyMC logs a SamplerWarning found under this name in a draw's stats (as NUTS's divergences)
+        self.stats_dtypes_shapes = {"tune": (bool, []), "warning": (SamplerWarning, None),
+                                    **{self._stat_names[k]: (d, []) for k, d in base.items()}}
         self.stats_dtypes = [{k: d for k, (d, _) in self.stats_dtypes_shapes.items()}]
         super().__init__([value_var], shared, blocked=blocked, rng=rng)
         self.tune = True
@@ -148,25 +157,16 @@ class BaseTreeStep(ArrayStepShared):
     def _output(self, model, rv, value_var, shared, point, compile_kwargs, view) -> Output:
         """The working model and tree prior of one output (the whole variable when ``view`` is None)."""
         op: BARTRV = rv.owner.op
-        working = working_model(model, rv, value_var, shared, point, op.mu0, compile_kwargs, view=view)
+        working = working_model(model, rv, value_var, shared, point, op.mu0, compile_kwargs, view=view,
+                                route=self.route)
         if isinstance(working, GaussianWorkingModel):
             mu0, sigma_mu = op.leaf_prior()
             return Output(working, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
+        # defaulted values move to the link scale; prior predictive draws, which keep the values BART resolved
+        # on the scale of Y, say so when they are drawn (BARTRV.rng_fn)
         mu0, sigma_mu = op.leaf_prior(working.constant_fit())
         working.mu0, working.s2 = mu0, sigma_mu**2
-        if any(op.auto_leaf):
-            # the Op's own prior draws (pm.sample_prior_predictive) keep the values BART resolved on
-            # the scale of Y; say so rather than let a prior predictive check use another prior
-            which = rv.name if view is None else f"{rv.name}[{view.index}]"
-            warnings.warn(
-                f"{which!r}: under the likelihood {working.family} the tree step uses the leaf prior "
-                f"mu0={mu0:.4g}, sigma_mu={sigma_mu:.4g} on the link scale, but prior predictive draws of "
-                f"{rv.name!r} use mu0={op.mu0:.4g}, sigma_mu={op.sigma_mu:.4g} (the scale of Y). Pass mu0 and "
-                "sigma_mu to pmt.BART to make them the same.",
-                UserWarning,
-                stacklevel=4,
-            )
-        if isinstance(working, FamilyWorkingModel):
+        if isinstance(working, FamilyWorkingModel) and working.route != "augment":
             working.choose_leaf_proposal(self.m)
         return Output(working, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
 
@@ -208,6 +208,7 @@ class BaseTreeStep(ArrayStepShared):
     # ----------------------------------------------------------------------------- the chain
 
     def _reset_chain(self) -> None:
+        self.watch = new_watch(0)  # a chain's length is known once PyMC sets it up (setup_chain)
         # the weights first: the roots cache their available weight
         self.split_weights = None if self.sparse is None else new_split_weights(
             self.sparse, self.p, self.rng, self.columns.source, self.columns.column_weights(np.ones(self.p)))
@@ -244,6 +245,7 @@ class BaseTreeStep(ArrayStepShared):
         super().setup_chain(rng, tune, draws)
         self._reset_chain()
         self.tune = tune > 0
+        self.watch = new_watch(tune + draws)
 
     @property
     def trees(self) -> list | None:
@@ -288,6 +290,8 @@ class BaseTreeStep(ArrayStepShared):
         """One sweep over the trees of output ``i`` with pseudo-data or likelihood record ``ps``."""
         work, scratch, kernels = self._buffers()
         forest, prior, changed = self.forests[i], self.outputs[i].prior, self._changed[i]
+        # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
+        prior = prior._replace(leaf_exp=getattr(ps, "leaf_exp", 0.0))
         j, resume = 0, False
         while True:
             with numba_threads(self.threads):
@@ -312,20 +316,20 @@ class BaseTreeStep(ArrayStepShared):
         self.fresh = False
         if self.split_weights is not None:
             self._use_split_weights()  # cheap (p numbers); a restored state brings its own
-        per_output, accepted = [], []
+        per_output, accepted, mh_counts = [], [], np.zeros(2, dtype=np.int64)
         depth = leaves = 0.0
         split_counts = np.zeros(self.data.codes.shape[0], dtype=np.int64)
         for i, (out, f) in enumerate(zip(self.outputs, self.f, strict=True)):
             if out.view is not None:
                 out.view.set_others(self.f)
+            ps = out.working.sweep_input(f, self.rng)
+            if type(ps) is tuple:  # Gaussian pseudo-data (z, w): the exact kernels, nothing to correct
+                z, w = ps
+                ps = Pseudo(np.asarray(z, dtype=np.float64) - f, np.asarray(w, dtype=np.float64), self.threads)
+            self._run_sweep(ps, i)
             if out.corrected:
-                lik = out.working.record(f)
-                self._run_sweep(lik, i)
-                accepted.append(lik.counts[1] / max(lik.counts[0], 1))
-            else:
-                z, w = out.working(f)
-                self._run_sweep(Pseudo(np.asarray(z, dtype=np.float64) - f, np.asarray(w, dtype=np.float64),
-                                       self.threads), i)
+                accepted.append(ps.counts[1] / max(ps.counts[0], 1))
+                mh_counts += ps.counts
             fr = self.forests[i].arrays()
             with numba_threads(self.threads):
                 kernels.forest_sum(fr, f, self.threads)
@@ -350,8 +354,37 @@ class BaseTreeStep(ArrayStepShared):
             **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
             **(self._split_weight_stats() if self.split_weights is not None else {}),
         }
-        stats = {"tune": self.tune, **{self._stat_names[k]: v for k, v in values.items()}}
+        stats = {"tune": self.tune, "warning": self._watch(mh_counts),
+                 **{self._stat_names[k]: v for k, v in values.items()}}
         return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
+
+    def _watch(self, mh_counts: np.ndarray) -> SamplerWarning | None:
+        """Count this draw's tree updates after tuning; at a chain's last draw, a warning if its trees could
+        not move (:func:`pymc_treesamplers.diagnostics.frozen`), which PyMC logs as it logs divergences."""
+        w = self.watch
+        if not self.tune:
+            w[WATCH_UPDATES] += self._changed.size
+            w[WATCH_CHANGED] += int(self._changed.sum())
+            w[WATCH_MH:] += mh_counts
+        w[WATCH_DRAW] += 1
+        if w[WATCH_LENGTH] == 0 or w[WATCH_DRAW] != w[WATCH_LENGTH] or w[WATCH_UPDATES] == 0:
+            return None
+        tree = w[WATCH_CHANGED] / w[WATCH_UPDATES]
+        mh = w[WATCH_MH + 1] / w[WATCH_MH] if w[WATCH_MH] > 0 else None
+        message = frozen_message(self.var_name, type(self).__name__, tree, mh)
+        return None if message is None else SamplerWarning(WarningType.BAD_ACCEPTANCE, message, "warn")
+
+
+# the counts of BaseTreeStep.watch: draws so far, draws in the chain (0: unknown), and after tuning the tree
+# updates, the trees they changed, and the likelihood correction's proposals and acceptances
+WATCH_DRAW, WATCH_LENGTH, WATCH_UPDATES, WATCH_CHANGED, WATCH_MH = range(5)
+
+
+def new_watch(length: int) -> np.ndarray:
+    """Fresh :attr:`BaseTreeStep.watch` counts for a chain of ``length`` draws."""
+    w = np.zeros(6, dtype=np.int64)
+    w[WATCH_LENGTH] = length
+    return w
 
 
 class _Bound:
@@ -396,7 +429,7 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
 
 
 def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
-    kind = (type(step), type(out.working))
+    kind = (type(step), type(out.working), out.corrected)
     if kind in _COMPILED:
         return
     _COMPILED.add(kind)
@@ -409,7 +442,7 @@ def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
     forest = Forest.empty(1, 4, 0.0)
     fa = forest.arrays()
     # the record type, not the family or the graph, sets the compiled code
-    if isinstance(out.working, FamilyWorkingModel):
+    if isinstance(out.working, FamilyWorkingModel) and out.corrected:
         ps = family_lik(POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4))
     elif out.corrected:
         ps = graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))

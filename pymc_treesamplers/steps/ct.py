@@ -56,6 +56,12 @@ class CTBirthDeathStep(BaseTreeStep):
     threads : int, default 1
         Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
         any value. Keep ``threads`` x chains run in parallel within the machine's cores.
+    route : {"auto", "expand"}, default "auto"
+        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
+        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
+        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
+        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
+        every family. Both are exact.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -86,6 +92,7 @@ class CTBirthDeathStep(BaseTreeStep):
         blocked=False,
         rng=None,
         threads: int = 1,
+        route: str = "auto",
     ):
         if mode not in ("horizon", "jump"):
             raise ValueError(f"mode must be 'horizon' or 'jump', got {mode!r}")
@@ -103,8 +110,8 @@ class CTBirthDeathStep(BaseTreeStep):
         self._extra_stats = {"jumps": np.float64, "total_rate": np.float64}
         if mode == "jump":
             self._extra_stats["waiting_time"] = np.float64
-        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
-                         blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
+                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
         if mode == "jump":
             model = pm.modelcontext(model)
             others = [rv.name for rv in model.free_RVs if rv.name != self.var_name]

@@ -30,6 +30,12 @@ class GrowPruneStep(_MHStep):
     threads : int, default 1
         Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
         any value. Keep ``threads`` x chains run in parallel within the machine's cores.
+    route : {"auto", "expand"}, default "auto"
+        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
+        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
+        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
+        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
+        every family. Both are exact.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -40,11 +46,11 @@ class GrowPruneStep(_MHStep):
 
     name = "growprune"
 
-    def __init__(self, vars=None, *, threads: int = 1, model=None, initial_point=None, compile_kwargs=None,
-                 blocked=False, rng=None):
+    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", model=None, initial_point=None,
+                 compile_kwargs=None, blocked=False, rng=None):
         self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
-        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
-                         blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
+                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
 
 
 class CGMStep(_MHStep):
@@ -62,6 +68,12 @@ class CGMStep(_MHStep):
     threads : int, default 1
         Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
         any value. Keep ``threads`` x chains run in parallel within the machine's cores.
+    route : {"auto", "expand"}, default "auto"
+        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
+        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
+        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
+        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
+        every family. Both are exact.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -83,6 +95,7 @@ class CGMStep(_MHStep):
         blocked=False,
         rng=None,
         threads: int = 1,
+        route: str = "auto",
     ):
         try:
             probs = np.asarray(move_probs, dtype=float)
@@ -95,5 +108,5 @@ class CGMStep(_MHStep):
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
-        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
-                         blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
+                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)

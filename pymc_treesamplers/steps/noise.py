@@ -29,8 +29,6 @@ from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
-from pytensor.scalar import Sqrt
-from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.random import basic as rvs
 
 from ..bart import BARTRV
@@ -69,20 +67,12 @@ def _has_bart_mean(model: pm.Model, obs) -> bool:
     return any(isinstance(getattr(v.owner, "op", None), BARTRV) for v in ancestors([mean]))
 
 
-def _is_sqrt_of(sigma, rv) -> bool:
-    """Whether the graph ``sigma`` is ``sqrt(rv)`` (up to broadcasting), the conjugate form."""
-    while sigma.owner is not None and isinstance(sigma.owner.op, DimShuffle):
-        sigma = sigma.owner.inputs[0]
-    node = sigma.owner
-    return (node is not None and isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Sqrt)
-            and node.inputs[0] is rv)
-
-
 class NormalScaleGibbs(ArrayStepShared):
     """Update the noise scale of a Normal likelihood from its residual sum of squares (module docstring).
 
     Exact conjugate draw for an InverseGamma prior on ``sigma^2``; exact slice update otherwise. PyMC
-    assigns it automatically in the conjugate case when the Normal's mean contains a BART variable.
+    assigns it automatically when the Normal's mean contains a BART variable, the scale is one for every
+    row and its prior has no random parents (:meth:`competence`).
 
     Parameters
     ----------
@@ -171,18 +161,23 @@ class NormalScaleGibbs(ArrayStepShared):
 
     @staticmethod
     def competence(var, has_grad):
-        """IDEAL for ``sigma2 ~ InverseGamma`` entering a Normal likelihood with a BART mean as
-        ``sqrt(sigma2)``: the conjugate draw, which beats NUTS per effective sample
-        (docs/likelihood-cost.md). Other scale priors stay with NUTS unless the step is passed."""
+        """IDEAL for the scale of a Normal likelihood whose mean holds a BART variable, under any prior PyMC
+        can evaluate (the conjugate draw for ``sigma2 ~ InverseGamma`` as ``sqrt(sigma2)``, the slice update
+        otherwise), when the scale is one for every row and its prior has no random parents: each update
+        costs one pass over the rows, where NUTS takes an O(n) gradient per leapfrog step
+        (docs/likelihood-cost.md). A scale whose prior has random parents (a hierarchy) stays with NUTS,
+        which moves it jointly with them."""
         try:
             model = pm.modelcontext(None)
             rv = model.values_to_rvs.get(var, var)
-            obs = _scale_spec(model, rv)[0]
+            obs, _, sigma = _scale_spec(model, rv)
         except (TypeError, ValueError, KeyError):
             return Competence.INCOMPATIBLE
-        sigma = obs.owner.op.dist_params(obs.owner)[1]
-        conjugate = isinstance(rv.owner.op, rvs.InvGammaRV) and _is_sqrt_of(sigma, rv)
-        return Competence.IDEAL if conjugate and _has_bart_mean(model, obs) else Competence.INCOMPATIBLE
+        parents = set(ancestors(rv.owner.op.dist_params(rv.owner))) & set(model.free_RVs)
+        one_scale = all(sigma.type.broadcastable)
+        if parents or not one_scale or not _has_bart_mean(model, obs):
+            return Competence.INCOMPATIBLE
+        return Competence.IDEAL
 
     def _log_target(self, x, n, rss):
         prior, sigma, _ = self._terms(np.asarray(x, dtype=self._dtype))

@@ -53,6 +53,12 @@ class PGBARTStep(BaseTreeStep):
     threads : int, default 1
         Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
         any value. Keep ``threads`` x chains run in parallel within the machine's cores.
+    route : {"auto", "expand"}, default "auto"
+        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
+        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
+        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
+        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
+        every family. Both are exact.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -87,6 +93,7 @@ class PGBARTStep(BaseTreeStep):
         blocked=False,
         rng=None,
         threads: int = 1,
+        route: str = "auto",
     ):
         c = num_particles
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 2:
@@ -111,8 +118,8 @@ class PGBARTStep(BaseTreeStep):
             self._extra_stats = {**self._extra_stats, "pimh_accept": np.float64}
         self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages),
                                _EXPANSIONS[expansion])
-        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
-                         blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
+                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
 
     def _new_scratch(self, codes, m):
         return new_pg_scratch(self.opts, codes, m, self.pimh)

@@ -47,6 +47,12 @@ class ReshapeStep(BaseTreeStep):
     threads : int, default 1
         Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
         any value. Keep ``threads`` x chains run in parallel within the machine's cores.
+    route : {"auto", "expand"}, default "auto"
+        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
+        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
+        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
+        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
+        every family. Both are exact.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -74,6 +80,7 @@ class ReshapeStep(BaseTreeStep):
         blocked=False,
         rng=None,
         threads: int = 1,
+        route: str = "auto",
     ):
         if n_moves is not None and (isinstance(n_moves, bool) or not isinstance(n_moves, (int, np.integer))
                                     or n_moves < 1):
@@ -91,8 +98,8 @@ class ReshapeStep(BaseTreeStep):
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
         self._n_moves = n_moves
-        super().__init__(vars, threads=threads, model=model, initial_point=initial_point, compile_kwargs=compile_kwargs,
-                         blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
+                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
 
     @property
     def n_moves(self) -> int:
