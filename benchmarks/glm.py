@@ -1,227 +1,53 @@
 """BART under non-Gaussian likelihoods against what users would pick instead, held-out, side by side.
 
-    python -m benchmarks.glm [--quick] [--cases ionosphere,bikes,hetero] [--json PATH] [--out PATH]
+    python -m benchmarks.glm [--quick] [--cases binary,counts,hetero] [--json PATH] [--out PATH]
     python -m benchmarks.glm --render-only [--json PATH]
 
-Cases (every fit in its own process, benchmarks.harness):
+Cases (every fit in its own process, benchmarks.harness; the fits and scores of benchmarks/heldout.py, the data
+of benchmarks/data.py):
 
-* ``ionosphere`` (shipped ``load_ionosphere``; 5 random 70/30 splits, seeds 0-4): Bernoulli-logit BART
-  with m = 50, 2 x (500 + 500) (two chains in parallel processes, after an untimed warm-up), by
-  ``CGMStep`` (ours) and by pymc-bart (its PGBART, the same PyMC model); stochtree's probit BART (m =
-  50, 2 chains, 500 + 500, no grow-from-root warm start); scikit-learn's random forest (500 trees) and
-  gradient boosting (defaults). Reported per split and as means: held-out log score (mean log predictive
-  probability of the test labels; higher is better), accuracy, Brier score, wall time, and for the MCMC
-  arms the ESS per second of f at 25 training rows (median over the rows of the bulk ESS across both chains,
-  over the fit's wall time).
-* ``bikes`` (shipped ``load_bikes``; 3 random 70/30 splits): the gallery's count models, Poisson and
-  negative binomial (``alpha ~ Exponential(1)``) with ``mu = exp(BART)``, m = 50, 2 x (500 + 500), ours
-  (CGMStep) against pymc-bart. Held-out log score (mean log posterior predictive pmf), RMSE of the
-  posterior mean count, wall time, ESS/s of f at 25 training rows (pymc-bart's public prediction route
-  draws test-row predictions from randomly chosen trees, so only in-sample draws keep chain order).
+* ``binary``: every binary data set (ionosphere, 5 stratified 70/30 splits; the others, 3), Bernoulli-logit
+  BART with each package's defaults and 2 chains x (500 + 500): ours with its default number of trees (m = 200)
+  and with m = 50 (pymc-bart's default, and the README's), pymc-bart (m = 50); stochtree's probit BART with its
+  defaults (200 trees, 5 grow-from-root sweeps then 100 MCMC draws); scikit-learn's random forest (500 trees) and
+  gradient boosting (defaults). Held-out log score, accuracy, Brier score; wall time, ESS/s of f and the
+  acceptance rates for the MCMC fits.
+* ``counts``: bikes, docvis and biochemists, 3 random 70/30 splits, Poisson and negative binomial
+  (``alpha ~ Exponential(1)``) with ``mu = exp(BART)``, ours and pymc-bart at m = 50 and m = 200,
+  2 x (500 + 500). Held-out log score, RMSE of the predictive mean, acceptance rates, ESS/s of f.
 * ``hetero`` (simulated, 3 seeds): ``y ~ N(f(x), exp(s(x))^2)`` with known ``f`` and ``s`` (n = 500
   train, 500 test, p = 5); two BARTs (mean and log sd, m = 50 each, CGMStep), and the gallery's form, one
   BART with two outputs (``shape=(2, n)``), ours and pymc-bart's (its default, trees shared by the
   outputs), against stochtree's heteroskedastic BART (mean and variance forests). Held-out log score
   and RMSE of the estimated sd function against the truth.
+
+The defaults themselves were chosen on other data (benchmarks/defaults.py: breast-cancer, pima and biopsy for a
+binary response, biochemists and medpar for counts); ionosphere, participation, birthwt, bikes and docvis are
+held out from that choice.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 import numpy as np
 
-from benchmarks import harness
+from benchmarks import harness, heldout
+from benchmarks.data import BINARY
 from benchmarks.harness import fmt, md_table
 
 MODULE = "benchmarks.glm"
-CASES = ("ionosphere", "bikes", "hetero")
-FULL = {"m": 50, "tune": 500, "draws": 500, "chains": 2, "ion_splits": 5, "bike_splits": 3, "hetero_seeds": 3}
-QUICK = {"m": 20, "tune": 60, "draws": 60, "chains": 2, "ion_splits": 1, "bike_splits": 1, "hetero_seeds": 1}
-ION_METHODS = ("ours-cgm", "pymc-bart", "stochtree-probit", "random-forest", "gradient-boosting")
-BIKE_METHODS = ("ours-cgm", "pymc-bart")
+CASES = ("binary", "counts", "hetero")
+FULL = {"tune": 500, "draws": 500, "chains": 2, "ion_splits": 5, "splits": 3, "hetero_seeds": 3, "hetero_m": 50}
+QUICK = {"tune": 60, "draws": 60, "chains": 2, "ion_splits": 1, "splits": 1, "hetero_seeds": 1, "hetero_m": 20}
+# (label, method, m): the binary arms
+BINARY_ARMS = (("ours", "ours", 200), ("ours, m = 50", "ours", 50), ("pymc-bart", "pymc-bart", 50),
+               ("stochtree (probit)", "stochtree", None), ("random forest", "random-forest", None),
+               ("gradient boosting", "gradient-boosting", None))
+COUNT_DATA = ("bikes", "docvis", "biochemists")
 HETERO_METHODS = ("ours-cgm", "ours-cgm-outputs", "pymc-bart", "stochtree")
-N_ESS_ROWS = 25
-
-
-def _split(n: int, seed: int, frac: float = 0.7):
-    idx = np.random.default_rng(seed).permutation(n)
-    k = int(round(frac * n))
-    return idx[:k], idx[k:]
-
-
-def _copies(f_rows: np.ndarray) -> bool:
-    """Whether every chain of (chain, draw, rows) draws repeats the first one."""
-    return f_rows.shape[0] > 1 and all(np.array_equal(f_rows[0], c) for c in f_rows[1:])
-
-
-def _ess_per_s(f_rows: np.ndarray, wall: float) -> float:
-    """Median bulk ESS over the first 25 rows of f draws (chain, draw, rows), per second of wall time.
-    Chains that are copies of each other (pymc-bart: its sampler ignores the seed) count once."""
-    from benchmarks.metrics import bulk_ess
-
-    f_rows = f_rows[:, :, :N_ESS_ROWS]
-    if _copies(f_rows):
-        f_rows = f_rows[:1]
-    ess = bulk_ess(f_rows)
-    return float(np.median(ess)) / wall
-
-
-def _max_rhat(f_rows: np.ndarray) -> float | None:
-    """Largest rank R-hat over the first 25 rows of f (None when the chains are copies of each other)."""
-    from benchmarks.metrics import rank_rhat
-
-    f_rows = f_rows[:, :, :N_ESS_ROWS]
-    if f_rows.shape[0] < 2 or _copies(f_rows):
-        return None
-    return float(np.max(rank_rhat(f_rows)))
-
-
-def _pymc_fit(spec, build, X_test, y_train):
-    """Fit a PyMC model with our BART or pymc-bart's; returns (idata, f at X_test (chain, draw, n),
-    f at the first 25 training rows (chain, draw, 25), wall time, notes).
-
-    ``build(pkg, pm, name, X, Y, fit)`` adds the BART variable on covariates ``X`` (``Y`` for its prior
-    defaults) and the likelihood of the training rows on ``fit`` (a function of the BART variable),
-    and returns the variable. Ours is fitted on the training rows and predicts from the stored forests
-    (``pmt.predict``, draw-matched). pymc-bart 0.13 has no draw-matched route under PyMC 6 here
-    (``pm.set_data`` does not resize its variable, whose length follows ``Y``; its stored tree histories
-    did not reproduce its posterior under a Bernoulli likelihood), so it is fitted on the training and
-    test rows together with the likelihood on the training rows only: its posterior at the test rows
-    is its prediction (its split points then see the test rows' X, and ``Y`` for its defaults is the
-    training response padded with its mean).
-    """
-    import pymc as pm
-
-    if spec["method"] == "pymc-bart":
-        import pymc_bart as pkg
-    else:
-        import pymc_treesamplers as pkg
-    ours = spec["method"] != "pymc-bart"
-    k = len(y_train)
-    X_fit = spec["X_train"] if ours else np.vstack([spec["X_train"], X_test])
-    Y_fit = y_train if ours else np.concatenate([y_train, np.full(len(X_test), y_train.mean())])
-
-    def fit(mu):
-        return mu if ours else mu[:k]
-
-    run = {"random_seed": spec["seed"], "progressbar": False, "compute_convergence_checks": False}
-    with pm.Model():  # untimed warm-up: numba compile or cache load, PyTensor compile
-        # another name: pymc-bart keeps every fitted variable's trees by name
-        mu = build(pkg, pm, "warmup", X_fit, Y_fit, fit)
-        pm.sample(tune=2, draws=2, chains=1, cores=1, step=[pkg.CGMStep([mu])] if ours else None, **run)
-    t0 = time.perf_counter()
-    with pm.Model():
-        mu = build(pkg, pm, "mu", X_fit, Y_fit, fit)
-        # chains in parallel processes for every PyMC arm
-        idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=spec["chains"],
-                          step=[pkg.CGMStep([mu])] if ours else None, **run)
-    wall = time.perf_counter() - t0
-    post = np.asarray(idata.posterior["mu"].values)
-    f_test = np.asarray(pkg.predict(idata, X_test, "mu")) if ours else post[:, :, k:]
-    notes = {"chains_identical": bool(np.array_equal(post[0], post[-1]))} if post.shape[0] > 1 else {}
-    return idata, f_test, post[:, :, :N_ESS_ROWS], wall, notes
-
-
-def _binary_scores(p: np.ndarray, y: np.ndarray) -> dict:
-    p = np.clip(p, 1e-12, 1 - 1e-12)
-    return {"log_score": float(np.mean(np.where(y > 0.5, np.log(p), np.log1p(-p)))),
-            "accuracy": float(np.mean((p > 0.5) == (y > 0.5))), "brier": float(np.mean((p - y) ** 2))}
-
-
-def _ionosphere(spec: dict) -> dict:
-    from scipy import special, stats
-
-    from pymc_treesamplers.datasets import load_ionosphere
-
-    X, y = load_ionosphere()
-    X = X.to_numpy(dtype=float)
-    tr, te = _split(len(y), spec["seed"])
-    Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
-    method = spec["method"]
-    out = {}
-    if method in ("ours-cgm", "pymc-bart"):
-        spec = {**spec, "X_train": Xtr}
-
-        def build(pkg, pm, name, X, Y, fit):
-            mu = pkg.BART(name, X, Y, m=spec["m"])
-            pm.Bernoulli("y", logit_p=fit(mu), observed=ytr)
-            return mu
-
-        idata, f_test, f_train, wall, notes = _pymc_fit(spec, build, Xte, ytr)
-        out.update(notes)
-        p = special.expit(f_test).mean(axis=(0, 1))
-        out["ess_f_per_s"] = _ess_per_s(f_train, wall)
-        out["rhat_f"] = _max_rhat(f_train)
-        if "mu_mh_accept" in idata.sample_stats:
-            out["mh_accept"] = float(idata.sample_stats["mu_mh_accept"].mean())
-    elif method == "stochtree-probit":
-        from stochtree import BARTModel, OutcomeModel
-
-        t0 = time.perf_counter()
-        model = BARTModel()
-        model.sample(X_train=Xtr, y_train=ytr, num_gfr=0, num_burnin=spec["tune"], num_mcmc=spec["draws"],
-                     general_params={"num_chains": spec["chains"], "random_seed": spec["seed"],
-                                     "outcome_model": OutcomeModel(outcome="binary", link="probit")},
-                     mean_forest_params={"num_trees": spec["m"]})
-        wall = time.perf_counter() - t0
-        def draws_at(rows):  # (rows, chains * draws), chain 1's draws first
-            lin = np.asarray(model.predict(rows, terms="y_hat", type="posterior"))
-            return lin.reshape(len(rows), spec["chains"], spec["draws"]).transpose(1, 2, 0)
-
-        p = stats.norm.cdf(draws_at(Xte)).mean(axis=(0, 1))
-        out["ess_f_per_s"] = _ess_per_s(draws_at(Xtr[:N_ESS_ROWS]), wall)
-        out["rhat_f"] = _max_rhat(draws_at(Xtr[:N_ESS_ROWS]))
-    else:
-        from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
-
-        clf = (RandomForestClassifier(n_estimators=500, random_state=spec["seed"]) if method == "random-forest"
-               else GradientBoostingClassifier(random_state=spec["seed"]))
-        t0 = time.perf_counter()
-        clf.fit(Xtr, ytr)
-        wall = time.perf_counter() - t0
-        p = clf.predict_proba(Xte)[:, 1]
-    return {"wall_s": wall, **_binary_scores(p, yte), **out}
-
-
-def _bikes(spec: dict) -> dict:
-    from scipy import special, stats
-
-    from pymc_treesamplers.datasets import load_bikes
-
-    X, y = load_bikes()
-    X = X.to_numpy(dtype=float)
-    tr, te = _split(len(y), spec["seed"])
-    Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
-    nb = spec["likelihood"] == "negbinomial"
-    spec = {**spec, "X_train": Xtr}
-
-    def build(pkg, pm, name, X, Y, fit):
-        mu = pkg.BART(name, X, Y, m=spec["m"])
-        if nb:
-            alpha = pm.Exponential("alpha", 1.0)
-            pm.NegativeBinomial("y", mu=pm.math.exp(fit(mu)), alpha=alpha, observed=ytr)
-        else:
-            pm.Poisson("y", mu=pm.math.exp(fit(mu)), observed=ytr)
-        return mu
-
-    idata, f_test, f_train, wall, notes = _pymc_fit(spec, build, Xte, np.log(ytr))
-    lam = np.exp(f_test)  # (chain, draw, n_test)
-    if nb:
-        alpha = idata.posterior["alpha"].values[..., None]
-        logp = stats.nbinom.logpmf(yte, alpha, alpha / (alpha + lam))
-    else:
-        logp = stats.poisson.logpmf(yte, lam)
-    n_draws = logp[..., 0].size
-    log_score = float(np.mean(special.logsumexp(logp.reshape(-1, len(yte)), axis=0) - np.log(n_draws)))
-    rmse = float(np.sqrt(np.mean((lam.mean(axis=(0, 1)) - yte) ** 2)))
-    out = {**notes, "wall_s": wall, "log_score": log_score, "rmse": rmse, "ess_f_per_s": _ess_per_s(f_train, wall),
-           "rhat_f": _max_rhat(f_train)}
-    if "mu_mh_accept" in idata.sample_stats:
-        out["mh_accept"] = float(idata.sample_stats["mu_mh_accept"].mean())
-    return out
+HELD_OUT = ("ionosphere", "participation", "birthwt", "bikes", "docvis")
 
 
 def hetero_data(seed: int, n: int = 500, p: int = 5):
@@ -305,78 +131,105 @@ def _hetero(spec: dict) -> dict:
 
 
 def worker_body(spec: dict) -> dict:
-    return {"ionosphere": _ionosphere, "bikes": _bikes, "hetero": _hetero}[spec["case"]](spec)
+    return _hetero(spec) if spec["case"] == "hetero" else heldout.run(spec)
 
 
-def _mean_table(rows_of: dict, metrics: list[tuple[str, str]]) -> str:
+def _mean(rs: list[dict], key: str):
+    vals = [r[key] for r in rs if r.get(key) is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def _binary_tables(ok: list[dict], st: dict) -> list[str]:
+    lines = []
+    summary = []
+    for data in BINARY:
+        rows = [r for r in ok if r["spec"]["case"] == "binary" and r["spec"]["data"] == data]
+        if not rows:
+            continue
+        n_splits = st["ion_splits"] if data == "ionosphere" else st["splits"]
+        table = []
+        for label, _, _ in BINARY_ARMS:
+            rs = [r for r in rows if r["spec"]["label"] == label]
+            if not rs:
+                continue
+            table.append([label, str(len(rs)), fmt(-_mean(rs, "log_score")), fmt(_mean(rs, "accuracy")),
+                          fmt(_mean(rs, "brier")), fmt(_mean(rs, "wall_s")), fmt(_mean(rs, "ess_f_per_s")),
+                          fmt(_mean(rs, "rhat_f")), fmt(_mean(rs, "tree_accept"))])
+        held = " (held out from the choice of defaults)" if data in HELD_OUT else " (tuning data of the defaults)"
+        lines += [f"### {data}, {n_splits} stratified 70/30 splits{held}", "",
+                  md_table(["method", "fits", "log loss", "accuracy", "Brier", "wall s", "ESS/s of f",
+                            "max R-hat of f", "trees changed"], table), ""]
+        ours = {label: [r for r in rows if r["spec"]["label"] == label] for label in ("ours", "ours, m = 50")}
+        peer = [r for r in rows if r["spec"]["label"] == "pymc-bart"]
+        if peer and all(ours.values()):
+            pl, pa = -_mean(peer, "log_score"), _mean(peer, "accuracy")
+            summary.append([data + ("" if data in HELD_OUT else " (tuning)"), fmt(pl),
+                            *[f"{fmt(-_mean(rs, 'log_score'))} ({-_mean(rs, 'log_score') / pl:.2f}x)"
+                              for rs in ours.values()], fmt(pa),
+                            *[f"{fmt(_mean(rs, 'accuracy'))} ({100 * (_mean(rs, 'accuracy') - pa):+.1f} pts)"
+                              for rs in ours.values()]])
+    if summary:
+        lines = ["## Binary: ours against pymc-bart, each with its defaults", "",
+                 "Mean held-out log loss (lower is better; ratio to pymc-bart's) and accuracy (difference in points).",
+                 "", md_table(["data", "pymc-bart log loss", "ours (m = 200)", "ours (m = 50)", "pymc-bart accuracy",
+                               "ours (m = 200)", "ours (m = 50)"], summary), "", "## Binary, per data set", ""] + lines
+    return lines
+
+
+def _count_tables(ok: list[dict], st: dict) -> list[str]:
     rows = []
-    for label, rs in rows_of.items():
-        cells = []
-        for _, key in metrics:
-            vals = [r[key] for r in rs if r.get(key) is not None]
-            cells.append(fmt(float(np.mean(vals))) if vals else "—")
-        rows.append([label, str(len(rs)), *cells])
-    return md_table(["method", "fits", *[h for h, _ in metrics]], rows)
+    for data in COUNT_DATA:
+        for lik in ("poisson", "negbinomial"):
+            for m in (50, 200):
+                for method in ("ours", "pymc-bart"):
+                    rs = [r for r in ok if r["spec"]["case"] == "counts" and r["spec"]["data"] == data
+                          and r["spec"]["likelihood"] == lik and r["spec"]["m"] == m and r["spec"]["method"] == method]
+                    if rs:
+                        rows.append([data, lik, str(m), method, str(len(rs)), fmt(_mean(rs, "log_score")),
+                                     fmt(_mean(rs, "rmse")), fmt(_mean(rs, "mh_accept")),
+                                     fmt(_mean(rs, "tree_accept")), fmt(_mean(rs, "ess_f_per_s")),
+                                     fmt(_mean(rs, "rhat_f")), fmt(_mean(rs, "wall_s"))])
+    if not rows:
+        return []
+    return [f"## Counts, {st['splits']} random 70/30 splits", "",
+            "Log score: mean held-out log predictive probability of a test count (higher is better). MH acceptance: "
+            "the share of tree proposals the likelihood correction kept (ours); trees changed: the share of tree "
+            "updates that changed a tree.", "",
+            md_table(["data", "likelihood", "m", "method", "fits", "log score", "RMSE", "MH acceptance",
+                      "trees changed", "ESS/s of f", "max R-hat of f", "wall s"], rows), ""]
 
 
 def render(saved: dict) -> str:
     st, results = saved["settings"], saved["results"]
     ok = [r for r in results if r.get("status") == "ok"]
     lines = harness.header_lines("Non-Gaussian BART against the alternatives, held out", saved["meta"])
-    lines += [f"* m = {st['m']} trees, {st['chains']} chains x ({st['tune']} + {st['draws']}) for every MCMC arm; "
-              "every fit in its own process; means over splits (seeds).", ""]
-    ion = [r for r in ok if r["spec"]["case"] == "ionosphere"]
-    if ion:
-        by = {m: [r for r in ion if r["spec"]["method"] == m] for m in ION_METHODS}
-        lines += [f"## Ionosphere, Bernoulli, {st['ion_splits']} random 70/30 splits", "",
-                  _mean_table({k: v for k, v in by.items() if v},
-                              [("log score", "log_score"), ("accuracy", "accuracy"), ("Brier", "brier"),
-                               ("wall s", "wall_s"), ("ESS/s of f", "ess_f_per_s"), ("max R-hat of f", "rhat_f"),
-                               ("MH acceptance", "mh_accept")]),
-                  ""]
-    bikes = [r for r in ok if r["spec"]["case"] == "bikes"]
-    if bikes:
-        by = {f"{m}, {lk}": [r for r in bikes if r["spec"]["method"] == m and r["spec"]["likelihood"] == lk]
-              for lk in ("poisson", "negbinomial") for m in BIKE_METHODS}
-        lines += [f"## Bikes, counts, {st['bike_splits']} random 70/30 splits", "",
-                  _mean_table({k: v for k, v in by.items() if v},
-                              [("log score", "log_score"), ("RMSE", "rmse"), ("wall s", "wall_s"),
-                               ("ESS/s of f", "ess_f_per_s"), ("max R-hat of f", "rhat_f"),
-                               ("MH acceptance", "mh_accept")]), ""]
+    lines += [f"* MCMC arms: {st['chains']} chains x ({st['tune']} + {st['draws']}); every fit in its own process; "
+              "means over splits. Protocol and data: `benchmarks/glm.py`, `benchmarks/heldout.py`, "
+              "`benchmarks/data.py`.", ""]
+    lines += _binary_tables(ok, st) + _count_tables(ok, st)
     het = [r for r in ok if r["spec"]["case"] == "hetero"]
     if het:
         by = {m: [r for r in het if r["spec"]["method"] == m] for m in HETERO_METHODS}
+        table = [[m, str(len(rs)), fmt(_mean(rs, "log_score")), fmt(_mean(rs, "rmse_mean")),
+                  fmt(_mean(rs, "rmse_log_sd")), fmt(_mean(rs, "wall_s")), fmt(_mean(rs, "mh_accept"))]
+                 for m, rs in by.items() if rs]
         lines += [f"## Heteroskedastic simulation, {st['hetero_seeds']} seeds, n = 500 train / 500 test", "",
-                  _mean_table({k: v for k, v in by.items() if v},
-                              [("log score", "log_score"), ("RMSE of f", "rmse_mean"),
-                               ("RMSE of log sd", "rmse_log_sd"), ("wall s", "wall_s"),
-                               ("MH acceptance (log sd)", "mh_accept")]), ""]
+                  md_table(["method", "fits", "log score", "RMSE of f", "RMSE of log sd", "wall s",
+                            "MH acceptance (log sd)"], table), ""]
     same = [r for r in ok if r.get("chains_identical")]
     if same:
-        which = sorted({f"{r['spec']['case']} {r['spec']['method']} {r['spec'].get('likelihood') or ''}".strip()
-                        for r in same})
-        lines += [f"* In {len(same)} fits the two chains were identical draw for draw ({', '.join(which)}): "
-                  "pymc-bart 0.13's tree sampler (bartrs) takes no seed, so where nothing else in the model is "
-                  "random (no NUTS variable) every chain of every run repeats one stream (checked: "
-                  "`random_seed=1` and `2` give the same draws). Their ESS/s counts one chain (the copies add "
-                  "nothing) and their R-hat is undefined (—): one chain cannot show that it has not converged.",
-                  ""]
-    unconverged = sorted({(r["spec"]["case"], r["spec"].get("likelihood") or "") for r in ok
-                          if r["spec"]["method"] == "ours-cgm" and (r.get("rhat_f") or 0.0) > 1.1})
-    for case, lik in unconverged:
-        rh = [r["rhat_f"] for r in ok if r["spec"]["method"] == "ours-cgm" and r["spec"]["case"] == case
-              and (r["spec"].get("likelihood") or "") == lik]
-        lines += [f"* {case} {lik}: our chains have not converged in {st['chains']} x ({st['tune']} + {st['draws']}) "
-                  f"(max R-hat of f {fmt(min(rh))}-{fmt(max(rh))} over the splits; where the likelihood is "
-                  "informative the tree posterior is as hard to cross as a Gaussian one with a small noise, issue "
-                  "15): the ESS/s there do not measure mixing, for either package.", ""]
-    lines += harness.run_notes(results, lambda sp: f"{sp['case']} {sp['method']} seed {sp['seed']}")
+        lines += [f"* In {len(same)} pymc-bart fits the two chains were identical draw for draw: pymc-bart 0.13's "
+                  "tree sampler takes no seed, so where nothing else in the model is random every chain repeats one "
+                  "stream. Its ESS/s then counts one chain and its R-hat is undefined (—).", ""]
+    lines += harness.run_notes(results, lambda sp: f"{sp['case']} {sp.get('data', '')} "
+                                                   f"{sp.get('label') or sp['method']} {sp.get('likelihood', '')} "
+                                                   f"m={sp.get('m')} seed {sp['seed']}")
     return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    return harness.parse_case_args(argv, MODULE, __doc__, CASES, "glm",
-                                   "smoke run: one split each, m = 20, 60 + 60 draws")
+def parse_args(argv: list[str]):
+    return harness.parse_case_args(argv, MODULE, __doc__, CASES, "glm", "smoke run: one split each, 60 + 60 draws",
+                                   timeout_min=40.0)
 
 
 def _describe(res: dict) -> str:
@@ -388,19 +241,28 @@ def main(argv: list[str] | None = None) -> int:
     if code is not None:
         return code
     st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
-    base = {k: st[k] for k in ("m", "tune", "draws", "chains")}
+    mcmc = {k: st[k] for k in ("tune", "draws", "chains")}
     runs = []
-    if "ionosphere" in args.cases:
-        runs += [(f"ionosphere {m} {s}", {"case": "ionosphere", "method": m, "seed": s, **base})
-                 for s in range(st["ion_splits"]) for m in ION_METHODS]
-    if "bikes" in args.cases:
-        runs += [(f"bikes {lk} {m} {s}", {"case": "bikes", "method": m, "likelihood": lk, "seed": s, **base})
-                 for s in range(st["bike_splits"]) for lk in ("poisson", "negbinomial") for m in BIKE_METHODS]
+    if "binary" in args.cases:
+        for data in BINARY:
+            for seed in range(st["ion_splits"] if data == "ionosphere" else st["splits"]):
+                for label, method, m in BINARY_ARMS:
+                    spec = {"case": "binary", "data": data, "likelihood": "logit", "method": method, "label": label,
+                            "m": m, "seed": seed, **mcmc}
+                    runs.append((f"{data} {label} {seed}".replace(",", "").replace(" ", "_"), spec))
+    if "counts" in args.cases:
+        for data in COUNT_DATA:
+            for seed in range(st["splits"]):
+                for lik in ("poisson", "negbinomial"):
+                    for m in (50, 200):
+                        for method in ("ours", "pymc-bart"):
+                            spec = {"case": "counts", "data": data, "likelihood": lik, "method": method, "m": m,
+                                    "seed": seed, **mcmc}
+                            runs.append((f"{data} {lik} m{m} {method} {seed}".replace(" ", "_"), spec))
     if "hetero" in args.cases:
-        runs += [(f"hetero {m} {s}", {"case": "hetero", "method": m, "seed": s, **base})
+        runs += [(f"hetero {m} {s}", {"case": "hetero", "method": m, "seed": s, "m": st["hetero_m"], **mcmc})
                  for s in range(st["hetero_seeds"]) for m in HETERO_METHODS]
-    results = harness.run_specs(MODULE, args, runs, _describe)
-    return harness.finish(MODULE, argv, args, st, results, render)
+    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, _describe), render)
 
 
 if __name__ == "__main__":

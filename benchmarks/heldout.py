@@ -97,16 +97,18 @@ def fit_pymc(spec: dict, Xtr, ytr, Xte) -> dict:
     bart = {"m": spec["m"], **spec.get("bart", {})}
     Y = ytr if ours else _pymc_y(lik, ytr)
     run = {"random_seed": spec["seed"], "progressbar": False, "compute_convergence_checks": False}
+    def step_for(mu):
+        # ``route``: our default step (CGM) with that likelihood route; else pm.sample's own assignment
+        return [pkg.CGMStep([mu], route=spec["route"])] if ours and "route" in spec else None
+
     with pm.Model():  # untimed warm-up: numba compile or cache load, PyTensor compile
-        _build(pkg, pm, "warmup", Xtr, Y, lik, ytr, bart)  # another name: pymc-bart keeps trees by name
-        pm.sample(tune=2, draws=2, chains=1, cores=1, **run)
+        warm = _build(pkg, pm, "warmup", Xtr, Y, lik, ytr, bart)  # another name: pymc-bart keeps trees by name
+        pm.sample(tune=2, draws=2, chains=1, cores=1, step=step_for(warm), **run)
     t0 = time.perf_counter()
     with pm.Model():
         mu = _build(pkg, pm, "mu", Xtr, Y, lik, ytr, bart)
-        # ``route``: our default step (CGM) with that likelihood route; else pm.sample's own assignment
-        step = [pkg.CGMStep([mu], route=spec["route"])] if ours and "route" in spec else None
         idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=min(spec["chains"], 2),
-                          step=step, **run)
+                          step=step_for(mu), **run)
     wall = time.perf_counter() - t0
     post = idata.posterior
     other = next((v for v in ("alpha", "shape") if v in post), None)

@@ -37,15 +37,10 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .kernels.families import LOGIT2, PROBIT2, STUDENT_T
+from .kernels.families import LOGIT2, PROBIT2, STUDENT_T, log_ndtr
 
 _TRUNC = 0.64  # where the two pieces of Devroye's proposal for J*(1, c) meet
 _PI2_8 = math.pi * math.pi / 8.0
-
-
-@numba.njit(cache=True, nogil=True)
-def _std_normal_cdf(x):
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -94,11 +89,12 @@ def pg1(rng, z):
     c = 0.5 * abs(z)
     K = _PI2_8 + 0.5 * c * c
     t = _TRUNC
-    # mixture weight of the right (exponential) piece: p / (p + q), q / p in logs
+    # mixture weight of the right (exponential) piece: p / (p + q), with q / p formed in logs (a plain
+    # exp(x0 + c) Phi(a) is inf times 0 beyond |z| ~ 94)
     b = (t * c - 1.0) / math.sqrt(t)
     a = -(t * c + 1.0) / math.sqrt(t)
     x0 = math.log(K) + K * t
-    q_over_p = 4.0 / math.pi * (math.exp(x0 - c) * _std_normal_cdf(b) + math.exp(x0 + c) * _std_normal_cdf(a))
+    q_over_p = 4.0 / math.pi * (math.exp(x0 - c + log_ndtr(b)) + math.exp(x0 + c + log_ndtr(a)))
     p_right = 1.0 / (1.0 + q_over_p)
     while True:
         if rng.random() < p_right:
@@ -173,8 +169,9 @@ def can_augment(kind, u, v) -> bool:
         return True
     if kind not in (LOGIT2, PROBIT2):
         return False
-    total = np.asarray(u, dtype=float) + np.asarray(v, dtype=float)
-    return bool(np.all(np.isfinite(total)) and np.all(total >= 0) and np.all(total == np.rint(total)))
+    u, v = np.asarray(u, dtype=float), np.asarray(v, dtype=float)
+    whole = [u + v] + ([u] if kind == PROBIT2 else [])  # probit draws one utility per success and failure
+    return all(bool(np.all(np.isfinite(x)) and np.all(x >= 0) and np.all(x == np.rint(x))) for x in whole)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -184,6 +181,9 @@ def augment_pseudo(rng, aug, f, z, w):
     for i in range(f.shape[0]):
         b = aug.b[i]
         eta = aug.a[i] + b * f[i]
+        if not (abs(eta) < 1e10):  # also NaN: the samplers below would not return
+            raise ValueError("the linear predictor of a row is not finite (or beyond 1e10): check the model's "
+                             "other terms and the BART's leaf prior")
         if aug.kind == LOGIT2:
             n = aug.trials[i]
             omega = 0.0

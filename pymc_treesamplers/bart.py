@@ -26,6 +26,13 @@ from .splitprior import DirichletSplitPrior, prior_split_weights
 __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 
 
+# the default k of the leaf prior sd 3 / (k sqrt(m)) on each scale (the sum of the trees then has prior sd 3 / k
+# at every row): chosen by held-out log score on data sets that the comparison with the peers then leaves out
+# (benchmarks/defaults.py, docs/defaults.md): the logit of a probability 0.75 (1 scored 0.001 worse, 2 0.013),
+# its probit 2 (Chipman et al.'s, about 1.2 on the logit scale), the log of a count's mean 2 (3 within 0.001),
+# the log of a positive response's mean 3 (2 scored 0.007 worse); the log sd of a Normal keeps 2 (not measured)
+LINK_K = {"logit": 0.75, "probit": 2.0, "count": 2.0, "positive": 3.0, "log": 2.0}
+
 _BART_PROPS = ("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
                "categorical")
 
@@ -40,7 +47,7 @@ class BARTRV(RandomVariable):
     __props__ = (*RandomVariable.__props__, *_BART_PROPS)
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
-                 split_points="data", k=2.0, auto_leaf=(False, False), categorical=(), **kwargs):
+                 split_points="data", k=2.0, auto_leaf=(False, False, False), categorical=(), **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -52,27 +59,36 @@ class BARTRV(RandomVariable):
             self.split_prior = tuple(float(x) for x in split_prior)
         self.max_bins = int(max_bins)
         self.split_points = str(split_points)
-        # which of (mu0, sigma_mu) were defaulted: a step that finds a non-Gaussian likelihood
+        # which of (mu0, sigma_mu, k) were defaulted: a step that finds a non-Gaussian likelihood
         # replaces those by defaults on the link scale (leaf_prior)
         self.k = float(k)
-        self.auto_leaf = (bool(auto_leaf[0]), bool(auto_leaf[1]))
+        self.auto_leaf = tuple(bool(a) for a in (*auto_leaf, False, False, False)[:3])
         # the columns of X holding unordered categories (label codes, binning.covariate_matrix)
         self.categorical = tuple(int(j) for j in categorical)
         super().__init__(**kwargs)
 
-    def leaf_prior(self, constant_fit: float | None = None) -> tuple[float, float]:
+    def leaf_prior(self, constant_fit: float | None = None, scale: str | None = None) -> tuple[float, float]:
         """``(mu0, sigma_mu)`` of the leaves. ``constant_fit``: under a non-Gaussian likelihood, the
-        BART value that fits the data best as a constant; defaulted values then follow Chipman et al.
-        (2010, binary case) on the link scale: ``mu0 = constant_fit / m``, ``sigma_mu = 3 / (k sqrt(m))``.
+        BART value that fits the data best as a constant; ``scale``: the scale the BART value lives on
+        (``"logit"``, ``"probit"``, ``"count"`` and ``"positive"``: the log of the mean, ``"log"``: of a
+        Normal's sd, ``"identity"``, None when unknown). Defaulted values then
+        follow Chipman et al. (2010, binary case) on that scale: ``mu0 = constant_fit / m``,
+        ``sigma_mu = 3 / (k sqrt(m))`` with ``k`` from :data:`LINK_K` unless given (docs/likelihoods.md:
+        chosen by held-out log score, benchmarks/defaults.py); on the identity scale (Student-t, asymmetric
+        Laplace) the scale of Y's rule, as for a Normal likelihood.
 
-        >>> BARTRV(m=4, mu0=0.5, sigma_mu=1.0, auto_leaf=(True, True)).leaf_prior(2.0)
+        >>> BARTRV(m=4, mu0=0.5, sigma_mu=1.0, auto_leaf=(True, True, False)).leaf_prior(2.0)
         (0.5, 0.75)
+        >>> BARTRV(m=4, mu0=0.5, sigma_mu=1.0, auto_leaf=(True, True, True)).leaf_prior(2.0, "logit")
+        (0.5, 2.0)
         """
         if constant_fit is None:
             return self.mu0, self.sigma_mu
         mu0 = constant_fit / self.m if self.auto_leaf[0] else self.mu0
-        sigma_mu = 3.0 / (self.k * np.sqrt(self.m)) if self.auto_leaf[1] else self.sigma_mu
-        return float(mu0), float(sigma_mu)
+        if not self.auto_leaf[1] or scale == "identity":
+            return float(mu0), float(self.sigma_mu)
+        k = LINK_K.get(scale, self.k) if self.auto_leaf[2] else self.k
+        return float(mu0), float(3.0 / (k * np.sqrt(self.m)))
 
     @property
     def sparse(self) -> DirichletSplitPrior | None:
@@ -203,7 +219,7 @@ def bart_covariates(rv) -> pt.TensorVariable:
     return X
 
 
-_OPTIONS = dict(m=200, alpha=0.95, beta=2.0, k=2.0, mu0=None, sigma_mu=None, split_prior=None, max_bins=256,
+_OPTIONS = dict(m=200, alpha=0.95, beta=2.0, k=None, mu0=None, sigma_mu=None, split_prior=None, max_bins=256,
                 split_points="data")
 
 
@@ -255,8 +271,11 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     if not beta >= 0.0:
         raise ValueError(f"beta must be >= 0, got {beta}")
-    if not k > 0.0:
-        raise ValueError(f"k must be > 0, got {k}")
+    auto_k = k is None
+    if auto_k:  # the Normal default; a step under another likelihood takes its link's (LINK_K)
+        k = 2.0
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or not k > 0.0:
+        raise ValueError(f"k must be a number > 0, got {k!r}")
     if isinstance(max_bins, bool) or not isinstance(max_bins, (int, np.integer)) or not 2 <= max_bins <= 65536:
         raise ValueError(f"max_bins must be an integer between 2 and 65536, got {max_bins!r}")
     if split_points not in SPLIT_POINTS:
@@ -276,7 +295,7 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         if sp.sum() <= 0:
             raise ValueError("split_prior must give at least one column a positive weight")
         split_prior = tuple(sp.tolist())
-    auto_leaf = (mu0 is None, sigma_mu is None)
+    auto_leaf = (mu0 is None, sigma_mu is None, auto_k)
     if mu0 is None:
         mu0 = float(Ya.mean()) / m
     if sigma_mu is None:
@@ -353,15 +372,19 @@ class BART(Distribution):
         Number of trees.
     alpha, beta : float
         Tree prior: a node at depth d with a valid cut splits w.p. ``alpha (1 + d)^-beta``.
-    k : float, default 2
-        Leaf prior scale: ``sigma_mu = (max Y - min Y) / (2 k sqrt(m))``.
+    k : float, optional
+        Leaf prior scale. Under a Normal likelihood (and Student-t, asymmetric Laplace)
+        ``sigma_mu = (max Y - min Y) / (2 k sqrt(m))``, default ``k = 2`` (Chipman et al. 2010); under a
+        likelihood with a link, ``sigma_mu = 3 / (k sqrt(m))`` on the link scale, default ``k`` 0.75 (logit),
+        2 (probit), 2 (log of a count's mean: Poisson, negative binomial), 3 (log of a positive response's
+        mean: Gamma), chosen by held-out log score (docs/likelihoods.md).
     mu0, sigma_mu : float, optional
         Leaf prior mean and sd; override the defaults above. Under a likelihood that is not Normal in
         the BART value (Bernoulli, Poisson, ...) the BART lives on the link scale, and the tree steps
         replace defaulted values by ``mu0 = c / m`` (``c``: the best constant fit on that scale) and
-        ``sigma_mu = 3 / (k sqrt(m))`` (Chipman et al. 2010). Prior predictive draws
-        (``pm.sample_prior_predictive``) use the values set here (the step warns when they differ):
-        pass both explicitly for a prior predictive check on the link scale.
+        ``sigma_mu = 3 / (k sqrt(m))``. Prior predictive draws (``pm.sample_prior_predictive``) use the
+        values resolved on the scale of Y, and say so when that differs: pass both explicitly for a prior
+        predictive check on the link scale.
     split_prior : (p,) array, "dirichlet" or DirichletSplitPrior, optional
         Non-negative weights of the covariates when choosing split variables (default: equal). With
         ``"dirichlet"`` the weights are unknown with a sparsity-inducing Dirichlet prior (DART, Linero
@@ -397,7 +420,7 @@ class BART(Distribution):
         m=200,
         alpha=0.95,
         beta=2.0,
-        k=2.0,
+        k=None,
         mu0=None,
         sigma_mu=None,
         split_prior=None,

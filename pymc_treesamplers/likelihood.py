@@ -347,6 +347,7 @@ class FamilyWorkingModel:
         if not abs(ours - theirs) <= 1e-6 * (1.0 + abs(theirs)):
             raise RuntimeError(f"internal check failed: the {self.family} likelihood of {obs.name!r} differs from "
                                f"PyMC's ({ours} vs {theirs} between two points); please report this model")
+        self._negative_binomial = isinstance(op, rvs.NegBinomialRV)
         self.route = self._choose_route(route, op, lik0, trials_are_data)
 
     def _choose_route(self, route: str, op, lik: fam.FamilyLik, trials_are_data: bool) -> str:
@@ -368,6 +369,22 @@ class FamilyWorkingModel:
     def corrected(self) -> bool:
         """Whether the tree updates are Metropolis-Hastings corrected (every route but ``"augment"``)."""
         return self.route != "augment"
+
+    @property
+    def leaf_scale(self) -> str:
+        """The scale the BART value lives on, for its default leaf prior (:meth:`BARTRV.leaf_prior`): the
+        log of a count's mean (``"count"``; a negative binomial's too, whose link is written on its ``p``) or
+        of a positive response's (``"positive"``), of a Normal's sd (``"log"``), the logit or probit of a
+        probability, or the scale of Y (``"identity"``: Student-t, asymmetric Laplace)."""
+        if self.kind in (fam.STUDENT_T, fam.ASYM_LAPLACE):
+            return "identity"
+        if self.kind == fam.POISSON_LOG or self._negative_binomial:
+            return "count"
+        if self.kind == fam.GAMMA_LOGSCALE:
+            return "positive"
+        if self.kind == fam.NORMAL_LOGSD:
+            return "log"
+        return self.link
 
     def _eval(self, f):
         eta, y, *others = self._fn(np.asarray(f, dtype=self._dtype))
@@ -495,12 +512,13 @@ class GraphWorkingModel:
         return _score_root(score_info)
 
     corrected = True
+    leaf_scale = None  # unknown: the leaf prior keeps its k
 
     def record(self, f: np.ndarray) -> GraphLik:
         """The likelihood record at the BART value ``f``."""
         if self._key is None:
             self._key = register_host(self.gaussian)
-        return graph_lik(self._key, self.mu0, f)
+        return graph_lik(self._key, self.mu0, f, self.s2)
 
     def sweep_input(self, f: np.ndarray, rng: np.random.Generator) -> GraphLik:
         """:meth:`record` (``rng`` unused)."""

@@ -53,11 +53,17 @@ def leaf_mode(c, W, S, mu0, s2):
     ``h'(m) = 0`` is ``c s2 W exp(c m) + m = B`` with ``B = c s2 S + mu0``; with ``m = B - y`` it becomes
     ``(c y) exp(c y) = c^2 s2 W exp(c B)``, so ``c y = w``, Lambert's ``W`` of the right-hand side
     (:func:`_lambert_exp` of its log ``L``). Then ``W exp(c m) = w / (c^2 s2)``, ``H = (1 + w) / s2`` and
-    ``m = (log w - log(c^2 s2 W)) / c``, which keeps its digits when ``B`` is large."""
+    ``m = (log w - log(c^2 s2 W)) / c``, which keeps its digits when ``B`` is large (``m = B - w / c`` when
+    ``w`` is below ``exp(-36)``, where ``w = exp(L)`` to the last digit and may underflow)."""
+    B = c * s2 * S + mu0
     if not W > 0.0:
-        return mu0 + c * s2 * S, 1.0 / s2
+        return B, 1.0 / s2
     log_a = math.log(c * c * s2 * W)
-    w = _lambert_exp(log_a + c * (c * s2 * S + mu0))
+    L = log_a + c * B
+    if L < -36.0:  # w = exp(L - w) = exp(L) to the last digit (it may underflow: then m = B exactly)
+        w = math.exp(L)
+        return B - w / c, (1.0 + w) / s2
+    w = _lambert_exp(L)
     return (math.log(w) - log_a) / c, (1.0 + w) / s2
 
 

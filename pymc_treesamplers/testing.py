@@ -28,6 +28,7 @@ from .kernels.driver import register_likelihood
 from .kernels.families import FamilyLik, _scatter_leaves, family_pseudo, loglink_row, row_loglik
 from .kernels.families import _propose_leaves as propose_leaves
 from .records import Pseudo
+from .tree import add_tree
 
 __all__ = ["LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented", "untilted_augment_pseudo"]
 
@@ -63,17 +64,18 @@ must detect."""
 @numba.njit(cache=True, nogil=True)
 def _uncorrected_accept(rng, lik, j, old, new, ps):
     log_ratio = 0.0
+    lik.gnew[:] = 0.0
+    add_tree(new, lik.gnew, 1.0)
     for i in range(lik.f.shape[0]):
-        g_new = lik.z[i] - lik.r[i]
         base = lik.a[i] + lik.b[i] * (lik.f[i] - lik.g[i])
-        log_ratio += row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * g_new)
+        log_ratio += row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * lik.gnew[i])
         log_ratio -= row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * lik.g[i])
     lik.counts[0] += 1
     if not (log_ratio >= 0.0 or rng.random() < np.exp(log_ratio)):
         return False
     lik.counts[1] += 1
     for i in range(lik.f.shape[0]):
-        lik.f[i] += lik.z[i] - lik.r[i] - lik.g[i]
+        lik.f[i] += lik.gnew[i] - lik.g[i]
     for i in range(lik.e.shape[0]):  # exp(eta) kept per row (log and logit links with one slope)
         lik.e[i] = np.exp(lik.a[i] + lik.b[i] * lik.f[i])
     return True
@@ -91,19 +93,19 @@ marginals: a deliberately wrong correction, which exactness tests must detect.""
 
 @numba.njit(cache=True, nogil=True)
 def _likelihood_only_accept(rng, lik, j, old, new, ps):
-    _scatter_leaves(new, lik.lnew, lik.enew, lik.slope)
+    _scatter_leaves(new, lik.gnew, lik.enew, lik.slope)
     log_ratio = 0.0
     for i in range(lik.f.shape[0]):
         s, k = loglink_row(lik.kind, lik.u[i], lik.v[i])
         e1 = lik.em[i] * lik.enew[i]
         lik.enew[i] = e1
-        log_ratio += s * lik.slope * (lik.lnew[i] - lik.g[i]) - k * (e1 - lik.e[i])
+        log_ratio += s * lik.slope * (lik.gnew[i] - lik.g[i]) - k * (e1 - lik.e[i])
     lik.counts[0] += 1
     if not (log_ratio >= 0.0 or rng.random() < np.exp(log_ratio)):
         return False
     lik.counts[1] += 1
     for i in range(lik.f.shape[0]):
-        lik.f[i] += lik.lnew[i] - lik.g[i]
+        lik.f[i] += lik.gnew[i] - lik.g[i]
         lik.e[i] = lik.enew[i]
     return True
 

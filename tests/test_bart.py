@@ -62,6 +62,8 @@ def test_pm_data_covariates():
         (dict(X=pd.DataFrame({"a": pd.to_datetime(["2020-01-01"] * 40), "b": np.ones(40)})), TypeError,
          "column 'a' has dtype datetime64"),
         (dict(sigma_mu=0.0), ValueError, "sigma_mu"),
+        (dict(k=0.0), ValueError, "k must be a number > 0"),
+        (dict(k="2"), ValueError, "k must be a number > 0"),
         (dict(max_bins=1), ValueError, "max_bins"),
     ],
 )

@@ -323,3 +323,24 @@ def test_a_chain_that_cannot_move_says_so(caplog):
         else:
             assert not said, said
     assert rates["expand"] < pmt.diagnostics.FROZEN_MH < 0.5 < rates["auto"], rates
+
+
+@pytest.mark.parametrize(("name", "k"), [("bernoulli-logit", 0.75), ("bernoulli-probit", 2.0), ("poisson-log", 2.0),
+                                         ("negbinomial-log", 2.0), ("gamma-log", 3.0), ("student-t", None),
+                                         ("asymmetric-laplace", None)])
+def test_default_leaf_prior_on_each_scale(name, k):
+    """The leaf prior sd the step takes by default: 3 / (k sqrt(m)) with the link's k (BART's LINK_K, chosen by
+    held-out log score), the scale of Y's rule for an identity link; a k passed to BART is kept."""
+    like = FAMILIES[name][0]
+    m = 20
+    with pm.Model():
+        mu = _bart(m=m)
+        like(mu)
+        step = pmt.CGMStep([mu])
+    expected = mu.owner.op.sigma_mu if k is None else 3.0 / (k * np.sqrt(m))
+    assert np.sqrt(step.prior.s2) == pytest.approx(expected)
+    if k is not None:
+        with pm.Model():
+            mu = _bart(m=m, k=1.5)
+            like(mu)
+            assert np.sqrt(pmt.CGMStep([mu]).prior.s2) == pytest.approx(3.0 / (1.5 * np.sqrt(m)))

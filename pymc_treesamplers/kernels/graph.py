@@ -33,7 +33,7 @@ import numpy as np
 from ..records import Pseudo
 from ..tree import add_tree
 from .driver import register_likelihood
-from .families import set_working_row
+from .families import CENTER_MAX, CENTER_STEPS, CENTER_TOL, score_info, set_working_row
 
 # The driver is nogil; its objmode calls into the host take the GIL for their duration, which is all
 # numba's warning says (such a sweep cannot run in parallel with another thread's Python).
@@ -60,12 +60,13 @@ def _host_loglik(key, f, out):
 
 
 class GraphLik(NamedTuple):
-    """Likelihood record of a host-evaluated likelihood: ``key`` of the host; ``mu0``, ``f``, ``g``,
+    """Likelihood record of a host-evaluated likelihood: ``key`` of the host; ``mu0``, ``s2``, ``f``, ``g``,
     ``z``, ``r``, ``w``, ``counts`` as in :class:`.families.FamilyLik`; ``x`` (n,) a point to
     evaluate at; ``ll`` (1,) the log-likelihood at ``f``; ``ll_new`` (1,) at the proposal."""
 
     key: np.int64
     mu0: float
+    s2: float
     f: np.ndarray
     g: np.ndarray
     z: np.ndarray
@@ -77,11 +78,12 @@ class GraphLik(NamedTuple):
     counts: np.ndarray
 
 
-def graph_lik(key: int, mu0: float, f) -> GraphLik:
-    """A :class:`GraphLik` at the BART value ``f`` (its log-likelihood evaluated once here)."""
+def graph_lik(key: int, mu0: float, f, s2: float = 1.0) -> GraphLik:
+    """A :class:`GraphLik` at the BART value ``f`` (its log-likelihood evaluated once here); ``mu0``, ``s2``:
+    the leaf prior."""
     f = np.array(f, dtype=np.float64)
     n = f.shape[0]
-    lik = GraphLik(np.int64(key), float(mu0), f, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+    lik = GraphLik(np.int64(key), float(mu0), float(s2), f, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
                    np.zeros(n), np.zeros(1), np.zeros(1), np.zeros(2, dtype=np.int64))
     _host_loglik(key, f, lik.ll)
     return lik
@@ -89,28 +91,39 @@ def graph_lik(key: int, mu0: float, f) -> GraphLik:
 
 @numba.njit(cache=True)
 def _pseudo(lik, j, tree):
+    # expanded at the other trees' fit plus the constant that fits best there, as families.py's
+    # _centred_rows: one host call per Newton step, one when the leaf prior mean is already good
     g = lik.g
     g[:] = 0.0
     add_tree(tree, g, 1.0)
+    prec0 = 1.0 / lik.s2
+    sd = math.sqrt(lik.s2)
     c = lik.mu0
-    for i in range(g.shape[0]):
-        lik.x[i] = lik.f[i] - g[i] + c
-    # z holds the gradient until it is turned into the working response
-    with numba.objmode():
-        _host_derivs(lik.key, lik.x, lik.z, lik.w)
-    for i in range(g.shape[0]):
-        set_working_row(lik, i, c, lik.z[i], lik.w[i])
+    for it in range(CENTER_STEPS):
+        for i in range(g.shape[0]):
+            lik.x[i] = lik.f[i] - g[i] + c
+        # z holds the gradient until it is turned into the working response
+        with numba.objmode():
+            _host_derivs(lik.key, lik.x, lik.z, lik.w)
+        for i in range(g.shape[0]):
+            set_working_row(lik, i, c, lik.z[i], lik.w[i])
+        score, info = score_info(lik.w, lik.z, c)
+        step = (score - (c - lik.mu0) * prec0) / (info + prec0)
+        if not (abs(step) >= CENTER_TOL * sd) or it == CENTER_STEPS - 1:
+            break
+        c += max(-CENTER_MAX * sd, min(CENTER_MAX * sd, step))
     return Pseudo(lik.r, lik.w, 1)
 
 
 @numba.njit(cache=True)
 def _accept(rng, lik, j, old, new, ps):
+    # the proposal's fit from its leaves, not z - r (families.py's _accept says why)
     work = 0.0
     for i in range(lik.f.shape[0]):
-        g_new = lik.z[i] - lik.r[i]
         d_old = lik.z[i] - lik.g[i]
-        lik.x[i] = lik.f[i] - lik.g[i] + g_new
+        lik.x[i] = lik.f[i] - lik.g[i]
         work += 0.5 * lik.w[i] * (lik.r[i] * lik.r[i] - d_old * d_old)
+    add_tree(new, lik.x, 1.0)
     with numba.objmode():
         _host_loglik(lik.key, lik.x, lik.ll_new)
     log_ratio = lik.ll_new[0] - lik.ll[0] + work

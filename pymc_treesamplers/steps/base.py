@@ -164,7 +164,7 @@ class BaseTreeStep(ArrayStepShared):
             return Output(working, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
         # defaulted values move to the link scale; prior predictive draws, which keep the values BART resolved
         # on the scale of Y, say so when they are drawn (BARTRV.rng_fn)
-        mu0, sigma_mu = op.leaf_prior(working.constant_fit())
+        mu0, sigma_mu = op.leaf_prior(working.constant_fit(), working.leaf_scale)
         working.mu0, working.s2 = mu0, sigma_mu**2
         if isinstance(working, FamilyWorkingModel) and working.route != "augment":
             working.choose_leaf_proposal(self.m)
