@@ -27,7 +27,7 @@ Pseudo-data in ``f`` are ``(z - a) / b`` with weight ``b^2`` times the weight in
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
 >>> draws = np.array([pg1(rng, 1.5) for _ in range(20000)])
->>> abs(draws.mean() - np.tanh(0.75) / 3.0) < 0.003   # E PG(1, z) = tanh(z / 2) / (2 z)
+>>> bool(abs(draws.mean() - np.tanh(0.75) / 3.0) < 0.003)   # E PG(1, z) = tanh(z / 2) / (2 z)
 True
 """
 

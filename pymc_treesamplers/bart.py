@@ -114,7 +114,8 @@ class BARTRV(RandomVariable):
                 "stored trees instead: pmt.sample_posterior_predictive(idata, var_names=[...]) after pm.set_data "
                 "(draw-matched, everything downstream included), or pmt.predict(idata, X_new, var_name)."
             )
-        if any(self.auto_leaf) and (model := _calling_model("sample_prior_predictive")) is not None:
+        # (a defaulted k alone changes nothing once sigma_mu is given)
+        if any(self.auto_leaf[:2]) and (model := _calling_model("sample_prior_predictive")) is not None:
             self._warn_if_link_scale(model)
         # PyTensor broadcasts X and Y to the batch (output) shape: every output has the same X
         X = X.reshape(-1, *X.shape[-2:])
