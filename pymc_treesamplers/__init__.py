@@ -12,16 +12,26 @@ import pymc as pm
 
 from . import diagnostics, distributed, plots
 from .bart import BART
-from .diagnostics import compute_variable_importance, get_variable_inclusion
+from .diagnostics import compute_variable_importance, get_variable_inclusion, vi_to_kulprit
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
 from .noise import chipman_sigma2_prior
+from .plots import (
+    plot_convergence,
+    plot_dependence,
+    plot_ice,
+    plot_pdp,
+    plot_scatter_submodels,
+    plot_variable_importance,
+    plot_variable_inclusion,
+)
 from .predictive import sample_posterior_predictive
 from .smctree import SMCTreeClassifier, SMCTreeRegressor
+from .split_rules import ContinuousSplitRule, OneHotSplitRule, SubsetSplitRule
 from .splitprior import DirichletSplitPrior
 from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.noise import NormalScaleGibbs
-from .steps.pg import PGBARTStep
+from .steps.pg import PGBART, PGBARTStep
 from .steps.reshape import ReshapeStep
 from .trace import predict
 
@@ -29,23 +39,35 @@ __all__ = [
     "BART",
     "CGMStep",
     "CTBirthDeathStep",
+    "ContinuousSplitRule",
     "DirichletSplitPrior",
     "GrowPruneStep",
     "NormalScaleGibbs",
+    "OneHotSplitRule",
+    "PGBART",
     "PGBARTStep",
     "ReshapeStep",
     "SMCTreeClassifier",
     "SMCTreeRegressor",
+    "SubsetSplitRule",
     "chipman_sigma2_prior",
     "compute_variable_importance",
     "diagnostics",
     "distributed",
     "get_variable_inclusion",
+    "plot_convergence",
+    "plot_dependence",
+    "plot_ice",
+    "plot_pdp",
+    "plot_scatter_submodels",
+    "plot_variable_importance",
+    "plot_variable_inclusion",
     "plots",
     "jump_weights",
     "predict",
     "resample_jump_chain",
     "sample_posterior_predictive",
+    "vi_to_kulprit",
     "weighted_mean",
 ]
 __version__ = "0.1.0"

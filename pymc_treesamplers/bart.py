@@ -19,8 +19,9 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-from .binning import SPLIT_POINTS, covariate_matrix, numeric_array, split_columns
+from .binning import SPLIT_POINTS, covariate_matrix, number_labels, numeric_array, split_columns
 from .prior import sample_prior_tree
+from .split_rules import split_rule_kind
 from .splitprior import DirichletSplitPrior, prior_split_weights
 
 __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
@@ -34,7 +35,7 @@ __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 LINK_K = {"logit": 0.75, "probit": 2.0, "count": 2.0, "positive": 3.0, "log": 2.0}
 
 _BART_PROPS = ("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
-               "categorical")
+               "categorical", "number_categories")
 
 
 class BARTRV(RandomVariable):
@@ -47,7 +48,8 @@ class BARTRV(RandomVariable):
     __props__ = (*RandomVariable.__props__, *_BART_PROPS)
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
-                 split_points="data", k=2.0, auto_leaf=(False, False, False), categorical=(), **kwargs):
+                 split_points="data", k=2.0, auto_leaf=(False, False, False), categorical=(), number_categories=(),
+                 **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -65,7 +67,17 @@ class BARTRV(RandomVariable):
         self.auto_leaf = tuple(bool(a) for a in (*auto_leaf, False, False, False)[:3])
         # the columns of X holding unordered categories (label codes, binning.covariate_matrix)
         self.categorical = tuple(int(j) for j in categorical)
+        # those of them that X holds as numbers, coded when read (split_rules "OneHotSplit": :meth:`coded`)
+        self.number_categories = tuple(int(j) for j in number_categories)
         super().__init__(**kwargs)
+
+    def coded(self, X) -> np.ndarray:
+        """Covariates as the trees read them: the columns whose numbers are category labels
+        (``number_categories``) replaced by their category codes (:func:`~pymc_treesamplers.binning.number_labels`)."""
+        X = np.array(X, dtype=float)
+        for j in self.number_categories:
+            X[..., j] = number_labels(X[..., j].ravel()).reshape(X[..., j].shape)
+        return X
 
     def leaf_prior(self, constant_fit: float | None = None, scale: str | None = None) -> tuple[float, float]:
         """``(mu0, sigma_mu)`` of the leaves. ``constant_fit``: under a non-Gaussian likelihood, the
@@ -125,7 +137,7 @@ class BARTRV(RandomVariable):
         outputs = 1 if size is None or len(size) == 0 else int(np.prod(size))
         if size is not None and len(size) > 1:
             raise ValueError(f"BART has at most one output dimension before the rows, got size {tuple(size)}")
-        columns = split_columns(np.asarray(X, dtype=float), self.max_bins, self.split_points, self.categorical)
+        columns = split_columns(self.coded(X), self.max_bins, self.split_points, self.categorical)
         codes, p = columns.codes, X.shape[1]
         wsplit = columns.column_weights(self.split_weights(p) if self.sparse is None
                                         else prior_split_weights(self.sparse, p, rng))
@@ -221,7 +233,7 @@ def bart_covariates(rv) -> pt.TensorVariable:
 
 
 _OPTIONS = dict(m=200, alpha=0.95, beta=2.0, k=None, mu0=None, sigma_mu=None, split_prior=None, max_bins=256,
-                split_points="data")
+                split_points="data", number_categories=())
 
 
 def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -241,6 +253,7 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     opts = _OPTIONS | options
     m, alpha, beta, k, mu0, sigma_mu = (opts[name] for name in ("m", "alpha", "beta", "k", "mu0", "sigma_mu"))
     split_prior, max_bins, split_points = opts["split_prior"], opts["max_bins"], opts["split_points"]
+    number_categories = tuple(int(j) for j in opts["number_categories"])
     if isinstance(X, (TensorSharedVariable, TensorConstant)) or not hasattr(X, "dtypes"):
         Xa, categorical = as_data_array(X, "X"), ()
     else:  # a DataFrame: categorical and string columns get category codes
@@ -261,6 +274,9 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     if (empty := np.flatnonzero(np.isnan(Xa).all(axis=0))).size:
         names = _column_names(X, empty)
         raise ValueError(f"X column(s) {names} are entirely missing (NaN): drop them, they cannot inform a split")
+    # columns whose numbers are labels (split_rules "OneHotSplit"); a DataFrame's category column already is one
+    number_categories = tuple(j for j in number_categories if j not in categorical)
+    categorical = tuple(sorted((*categorical, *number_categories)))
     if (single := [j for j in categorical if np.unique(Xa[:, j]).size < 2]):
         raise ValueError(f"X categorical column(s) {_column_names(X, single)} have a single category: drop them, "
                          "they cannot inform a split")
@@ -318,6 +334,7 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         k=float(k),
         auto_leaf=auto_leaf,
         categorical=categorical,
+        number_categories=number_categories,
     )
     return Xa, Ya, kw
 
@@ -328,25 +345,33 @@ def _column_names(X, idx) -> list:
     return [str(cols[i]) for i in idx] if cols is not None else [int(i) for i in idx]
 
 
-def _pymc_bart_keywords(response, split_rules, X) -> None:
+def _pymc_bart_keywords(response, split_rules, X) -> tuple[int, ...]:
     """Accept pymc-bart's ``response`` and ``split_rules`` where they mean what this package does
-    (constant leaves, splits ``x <= c`` on a number), refuse the rest with our equivalent."""
+    (constant leaves; splits ``x <= c`` or "this value or another"), refuse the rest by name; returns
+    the columns whose values are category labels (``"OneHotSplit"``)."""
     if response is not None and response != "constant":
         raise ValueError(f"response={response!r} (pymc-bart's leaves that are linear in X) is not available: leaves "
                          "here are constants (response='constant', the default)")
     if split_rules is None:
-        return
+        return ()
+    if isinstance(split_rules, (str, type)) or not hasattr(split_rules, "__len__"):
+        raise TypeError("split_rules must be a list with one rule per column of X, e.g. ['ContinuousSplit'] * p")
     p = np.shape(X)[1] if np.ndim(X) == 2 else 1
     if len(split_rules) != p:
         raise ValueError(f"split_rules has {len(split_rules)} entries but X has {p} columns")
+    one_hot = []
     for v, rule in enumerate(split_rules):
-        name = rule.__name__ if isinstance(rule, type) else type(rule).__name__
-        if name != "ContinuousSplitRule":
-            raise ValueError(
-                f"split_rules[{v}] is a {name}: only continuous rules (x <= c, pymc-bart's ContinuousSplitRule) "
-                "are available; pass a categorical column as a pandas category or string column of a DataFrame X "
-                "instead (it then splits as 'this category or another', docs/categorical.md)"
-            )
+        try:
+            kind = split_rule_kind(rule)
+        except ValueError as err:
+            raise ValueError(f"split_rules[{v}]: {err}") from None
+        if kind == "subset":
+            raise ValueError(f"split_rules[{v}] is a SubsetSplit (a split sending any subset of the categories one "
+                             "way): not available; 'OneHotSplit' splits as 'this category or another' "
+                             "(docs/categorical.md)")
+        if kind == "one-hot":
+            one_hot.append(v)
+    return tuple(one_hot)
 
 
 def _static_int(x) -> int | None:
@@ -400,6 +425,16 @@ class BART(Distribution):
         range, so a split location is a priori uniform over the node's range (BayesTree's default
         ``usequants=FALSE`` and the PG-BART paper's prior); wide gaps in the data get more prior
         mass, which suits clustered covariates.
+    split_rules : list, optional
+        pymc-bart's per-covariate rules, in any of its spellings (:mod:`pymc_treesamplers.split_rules`):
+        ``"ContinuousSplit"`` (``x <= c``, the default) or ``"OneHotSplit"`` (the column's numbers are
+        category labels: "this value or another", as a pandas category column would split);
+        ``"SubsetSplit"`` is refused.
+    response : str, optional
+        pymc-bart's leaf type: ``"constant"`` (the only one here); ``"linear"`` and ``"mix"`` are refused.
+    separate_trees : bool, optional
+        pymc-bart's: with several outputs each has its own forest (``True``, the only choice here);
+        ``False`` is refused.
 
     Examples
     --------
@@ -432,9 +467,10 @@ class BART(Distribution):
         split_rules=None,
         **kwargs,
     ):
-        _pymc_bart_keywords(response, split_rules, X)
+        one_hot = _pymc_bart_keywords(response, split_rules, X)
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
-                                 split_prior=split_prior, max_bins=max_bins, split_points=split_points)
+                                 split_prior=split_prior, max_bins=max_bins, split_points=split_points,
+                                 number_categories=one_hot)
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
         return super().__new__(cls, name, X_in, np.asarray(as_data_array(Y, "Y")), op_kwargs=op_kw,
                                separate_trees=separate_trees, **kwargs)

@@ -104,6 +104,21 @@ def label_codes(labels) -> np.ndarray:
     return out
 
 
+def number_labels(values: np.ndarray) -> np.ndarray:
+    """Category codes of a numeric column whose numbers are labels (pymc-bart's ``"OneHotSplit"``): each
+    number's :func:`label_codes` as the label a pandas category of those numbers would carry (``3.0``
+    as ``"3"``, ``2.5`` as ``"2.5"``), so that the same column given as a DataFrame category predicts
+    alike; NaN is the missing category.
+
+    >>> c = number_labels(np.array([1.0, 2.0, 1.0, np.nan]))
+    >>> bool(c[0] == c[2]), bool(c[0] == label_codes(["1"])[0]), bool(c[3] == label_codes([None])[0])
+    (True, True, True)
+    """
+    values = np.asarray(values, dtype=float)
+    labels = [None if np.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v))) for v in values]
+    return label_codes(labels)
+
+
 def covariate_matrix(X, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
     """Covariates as a float matrix and the indices of their unordered categorical columns.
 

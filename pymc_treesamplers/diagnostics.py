@@ -20,6 +20,7 @@ __all__ = [
     "FROZEN_MH",
     "FROZEN_TREES",
     "acceptance",
+    "bart_names",
     "bulk_ess",
     "choose_draws",
     "compare_samplers",
@@ -30,6 +31,7 @@ __all__ = [
     "sampler_stats",
     "frozen_message",
     "tree_size_trace",
+    "vi_to_kulprit",
 ]
 
 # stats that are not one number per draw
@@ -133,8 +135,37 @@ def _stat(idata, var_name: str, stat: str) -> xr.DataArray:
     return stats[key]
 
 
-def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | None = None,
-                           X=None) -> pd.DataFrame:
+def bart_names(idata) -> list[str]:
+    """Names of the BART variables whose tree steps wrote stats into ``idata`` (those with ``<name>_forest``).
+
+    >>> import arviz as az
+    >>> bart_names(az.from_dict({"sample_stats": {"mu_forest": np.full((1, 2), "")}}))
+    ['mu']
+    """
+    return sorted(str(k).removesuffix("_forest") for k in _stats(idata).data_vars if str(k).endswith("_forest"))
+
+
+def _one_bart(idata, var_name) -> str:
+    """``var_name``, or the only BART variable in ``idata`` when it is None."""
+    if var_name is not None:
+        if not isinstance(var_name, str):
+            raise TypeError(f"var_name must be the BART variable's name (a str), got {type(var_name).__name__}")
+        return var_name
+    names = bart_names(idata)
+    if len(names) != 1:
+        raise ValueError(f"idata holds {len(names)} BART variables {names}: name one with var_name "
+                         "(pymc-bart's form: bart_var_name=...)" if names else
+                         "idata holds no BART forests: was it produced by pm.sample with a pmt tree step?")
+    return names[0]
+
+
+def _is_covariates(x) -> bool:
+    """Whether a positional argument is a covariate matrix (pymc-bart's ``X``) rather than a variable name."""
+    return x is not None and not isinstance(x, str) and (hasattr(x, "shape") or isinstance(x, (list, tuple)))
+
+
+def get_variable_inclusion(idata, var_name: str | None = None, labels: Sequence[str] | None = None, X=None, *,
+                           model=None, bart_var_name: str | None = None, to_kulprit: bool = False):
     """Share of all splits that use each covariate, overall and per chain, most used first.
 
     ``inclusion`` is the covariate's splits summed over trees and draws divided by all splits;
@@ -144,20 +175,42 @@ def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | 
     (Linero 2018 selects the covariates with ``pip > 0.5``). With a Dirichlet prior on the split
     weights (``split_prior="dirichlet"``) also ``weight``, their posterior mean, and ``weight_lo``,
     ``weight_hi``, its 3% and 97% quantiles. ``labels``, or the columns of a DataFrame ``X``, name
-    the covariates (else ``x0, x1, ...``).
+    the covariates (else ``x0, x1, ...``). ``var_name``: the BART variable (default: the only one).
+
+    **pymc-bart's form**, ``get_variable_inclusion(idata, X, model=None, bart_var_name=None, labels=None,
+    to_kulprit=False)``, X second and positional (or any of ``model``, ``bart_var_name``, ``to_kulprit``
+    given), returns what pymc-bart returns: ``(shares, labels)``, the shares most used first as an array
+    and their labels as a list (the DataFrame's column names, else the column indices as strings);
+    ``to_kulprit=True`` gives kulprit's nested term lists instead, ``[[], [l0], [l0, l1], ..., all]``.
+    ``model`` is accepted and not needed (the variable is named by ``bart_var_name``).
 
     >>> import arviz as az
     >>> counts = np.array([[[3, 1, 0], [1, 1, 0]], [[2, 2, 0], [2, 2, 0]]])
-    >>> idata = az.from_dict({"sample_stats": {"mu_split_counts": counts}})
+    >>> idata = az.from_dict({"sample_stats": {"mu_split_counts": counts, "mu_forest": np.full((2, 2), "")}})
     >>> get_variable_inclusion(idata)[["inclusion", "sd_chains"]].round(3)
         inclusion  sd_chains
     x0      0.571      0.083
     x1      0.429      0.083
     x2      0.000      0.000
+    >>> shares, names = get_variable_inclusion(idata, np.zeros((4, 3)))   # pymc-bart's call
+    >>> shares.round(3).tolist(), names
+    ([0.571, 0.429, 0.0], ['0', '1', '2'])
     """
+    pymc_bart_form = _is_covariates(var_name) or model is not None or bart_var_name is not None or to_kulprit
+    if _is_covariates(var_name):
+        if X is not None:
+            raise TypeError("get_variable_inclusion got X twice (second argument and X=)")
+        X, var_name = var_name, None
+    if bart_var_name is not None:
+        if var_name is not None and var_name != bart_var_name:
+            raise ValueError(f"var_name={var_name!r} and bart_var_name={bart_var_name!r} disagree")
+        var_name = bart_var_name
+    var_name = _one_bart(idata, var_name) if (var_name is not None or _has_forests(idata)) else "mu"
     counts = np.asarray(_stat(idata, var_name, "split_counts").values.tolist(), dtype=float)
     if counts.ndim != 3:
         raise ValueError(f"{var_name}_split_counts must be (chain, draw, p), got shape {counts.shape}")
+    if pymc_bart_form and labels is None and not hasattr(X, "columns"):
+        labels = [str(v) for v in range(counts.shape[2])]
     labels = _labels(counts.shape[2], labels, X)
     per_chain = counts.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -172,7 +225,32 @@ def get_variable_inclusion(idata, var_name: str = "mu", labels: Sequence[str] | 
         out["weight_lo"], out["weight_hi"] = np.quantile(w, [0.03, 0.97], axis=0)
     for c in range(chain_share.shape[0]):
         out[f"chain_{c}"] = chain_share[c]
-    return out.sort_values("inclusion", ascending=False, kind="stable")
+    out = out.sort_values("inclusion", ascending=False, kind="stable")
+    if not pymc_bart_form:
+        return out
+    names = [str(v) for v in out.index]
+    if to_kulprit:
+        return [names[:i] for i in range(len(names) + 1)]
+    return out["inclusion"].to_numpy(), names
+
+
+def _has_forests(idata) -> bool:
+    """Whether ``idata`` holds any BART forest (a stats-only record, as in doctests, may not)."""
+    return bool(bart_names(idata)) if "sample_stats" in idata.children else False
+
+
+def vi_to_kulprit(vi_results: dict) -> list[list[str]]:
+    """The submodels of :func:`compute_variable_importance` as kulprit's term lists (pymc-bart's
+    ``vi_to_kulprit``): ``[[], [v1], [v1, v2], ...]``, the covariates in the order they were added,
+    without the full model, for ``kulprit.ProjectionPredictive.project(user_terms=...)``.
+
+    >>> vi_to_kulprit({"names": ["b", "a", "c"], "labels": np.array(["b", "+ a", "+ c"])})
+    [[], ['b'], ['b', 'a']]
+    """
+    names = vi_results.get("names")
+    if names is None:
+        names = [str(label).strip("+ ") for label in vi_results["labels"]]
+    return [list(names[:i]) for i in range(len(names))]
 
 
 def _labels(p: int, labels, X) -> list[str]:
@@ -304,9 +382,34 @@ def _r2(full: np.ndarray, sub: np.ndarray) -> np.ndarray:
     return np.nan_to_num(r, nan=0.0) ** 2
 
 
-def compute_variable_importance(idata, X, var_name: str = "mu", method: str = "VI", samples: int = 50,
-                                random_seed=None, labels: Sequence[str] | None = None,
-                                hdi_prob: float = 0.94) -> dict:
+def _bart_variable_names(bartrv) -> list[str] | None:
+    """The names of a BART variable or a list of them (pymc-bart's ``bartrv``), or None if ``bartrv``
+    is not one."""
+    from .bart import BARTRV
+
+    items = bartrv if isinstance(bartrv, (list, tuple)) else [bartrv]
+    if not items or not all(isinstance(getattr(getattr(v, "owner", None), "op", None), BARTRV) for v in items):
+        return None
+    if isinstance(bartrv, (list, tuple)) and any(v.type.ndim != 1 for v in items):
+        raise ValueError("a list of BART variables must hold one-output BARTs (each of shape (n,))")
+    return [v.name for v in items]
+
+
+def coded_for(bartrv, X):
+    """Covariates for the forests of a BART variable given as pymc-bart passes them: a matrix whose
+    ``"OneHotSplit"`` columns hold numbers is coded as the variable's trees read it (a DataFrame, or a
+    variable without such columns, passes as it is)."""
+    from .trace import CodedX
+
+    op = (bartrv[0] if isinstance(bartrv, (list, tuple)) else bartrv).owner.op
+    if not op.number_categories or hasattr(X, "columns"):
+        return X
+    return CodedX(op.coded(np.asarray(X, dtype=float)), op.categorical)
+
+
+def compute_variable_importance(idata, X=None, var_name: str | Sequence[str] | None = None, method: str = "VI",
+                                samples: int = 50, random_seed=None, labels: Sequence[str] | None = None,
+                                hdi_prob: float = 0.94, *, bartrv=None, model=None, fixed: int = 0) -> dict:
     """How well submodels that use only some covariates reproduce the full model's fit, draw by draw.
 
     A submodel's value at the training rows ``X`` is each stored forest with the other covariates
@@ -316,37 +419,78 @@ def compute_variable_importance(idata, X, var_name: str = "mu", method: str = "V
     reported is its mean over the draws and a central ``hdi_prob`` interval. Submodels grow one
     covariate at a time: ``method="VI"`` adds covariates in order of variable inclusion
     (:func:`get_variable_inclusion`); ``"backward"`` starts from all and drops, at each stage, the
-    covariate whose removal keeps ``R^2`` highest (``p^2 / 2`` submodels; then listed in reverse).
+    covariate whose removal keeps ``R^2`` highest (``p^2 / 2`` submodels; then listed in reverse);
+    ``"backward_VI"`` first drops the ``fixed`` least included covariates, then goes backward.
 
-    Returns pymc-bart's keys: ``indices`` (covariate indices in the order added), ``labels`` (the
-    submodels' labels, each the previous one plus one covariate), ``r2_mean``, ``r2_hdi`` (rows: lower,
-    upper), ``preds`` (submodel fits of the chosen draws, ``(submodel, draw, rows)``) and ``preds_all``
-    (the full model's), plus ``draws`` (the flat draw indices used) and ``method``.
+    ``var_name``: the BART variable (default: the only one), or a list of one-output BARTs on the same
+    covariates, taken together as the outputs of one model. pymc-bart's form,
+    ``compute_variable_importance(idata, bartrv, X, model=None, method="VI", fixed=0, samples=50,
+    random_seed=None)``, with the BART variable (or a list of them) second, works too (``model`` is not
+    needed: the variable names itself).
+
+    Returns pymc-bart's keys and shapes: ``indices`` (covariate indices in the order added), ``labels``
+    (an array: the first covariate's name, then ``"+ name"`` for each one added), ``r2_mean``, ``r2_hdi``
+    (``(p, 2)``: lower, upper), ``preds`` (submodel fits of the chosen draws, ``(p, samples, n)``, or
+    ``(p, samples, n, k)`` with k outputs) and ``preds_all`` (the full model's, ``(samples, n[, k])``),
+    plus ``names`` (the covariates in the order added), ``draws`` (the flat draw indices used) and
+    ``method``.
 
     >>> # vi = pmt.compute_variable_importance(idata, X, "mu"); vi["r2_mean"]
     """
     from .trace import check_new_X, predict
 
-    if method not in ("VI", "backward"):
-        raise ValueError(f"method must be 'VI' or 'backward', got {method!r}")
-    inclusion = get_variable_inclusion(idata, var_name, labels=labels, X=X)
-    p = len(inclusion)
+    if bartrv is None and (names := _bart_variable_names(X)) is not None:
+        bartrv, X = X, None
+        if var_name is not None and not isinstance(var_name, str):
+            X, var_name = var_name, None  # pymc-bart's positional (idata, bartrv, X)
+    if bartrv is not None:
+        names = _bart_variable_names(bartrv)
+        if names is None:
+            raise TypeError(f"bartrv must be a BART variable or a list of them, got {type(bartrv).__name__}")
+        if var_name is not None:
+            raise TypeError("give the BART variable once: bartrv or var_name")
+        var_name = names if len(names) > 1 or isinstance(bartrv, (list, tuple)) else names[0]
+    if X is None:
+        raise TypeError("compute_variable_importance needs the training covariates X")
+    if bartrv is not None:
+        X = coded_for(bartrv, X)
+    if method not in ("VI", "backward", "backward_VI"):
+        raise ValueError(f"method must be 'VI', 'backward' or 'backward_VI', got {method!r}")
+    var_names = list(var_name) if isinstance(var_name, (list, tuple)) else [_one_bart(idata, var_name)]
+    counts = [get_variable_inclusion(idata, v, X=X) for v in var_names]
+    p = len(counts[0])
+    if any(len(c) != p for c in counts):
+        raise ValueError(f"the BART variables {var_names} were fit on different numbers of covariates")
+    if bartrv is not None and labels is None and not hasattr(X, "columns"):
+        labels = [str(v) for v in range(p)]  # pymc-bart's names: the column indices
     names = _labels(p, labels, X)
+    if method == "backward_VI" and (isinstance(fixed, bool) or not isinstance(fixed, (int, np.integer))
+                                    or not 1 <= fixed < p):
+        raise ValueError(f"method='backward_VI' needs fixed, the covariates dropped by inclusion first, in [1, {p}); "
+                         f"got {fixed!r}")
     Xa = check_new_X(X, p, with_categories=True)
-    draws = choose_draws(idata, var_name, samples, random_seed)
+    draws = choose_draws(idata, var_names[0], samples, random_seed)
 
     def fit(keep):
         drop = [v for v in range(p) if v not in keep]
-        out = predict(idata, Xa, var_name, exclude=drop or None, X_train=Xa, draws=draws)
-        return out.reshape(out.shape[0], -1)
+        outs = []
+        for v in var_names:
+            out = predict(idata, Xa, v, exclude=drop or None, X_train=Xa, draws=draws)
+            outs.append(out[:, None, :] if out.ndim == 2 else out)  # (draws, k, rows)
+        return np.concatenate(outs, axis=1)
 
     full = fit(list(range(p)))
-    tail = (1.0 - hdi_prob) / 2.0
+    inclusion = sum(c["inclusion"].reindex(_labels(p, None, X)).to_numpy() for c in counts)
+    by_vi = list(np.argsort(-inclusion, kind="stable"))
     if method == "VI":
-        order = [names.index(name) for name in inclusion.index]
+        order = by_vi
         preds = [fit(order[: s + 1]) for s in range(p)]
     else:
         keep, dropped, preds_rev = list(range(p)), [], [full]
+        for v in (by_vi[::-1][:fixed] if method == "backward_VI" else []):
+            keep.remove(v)
+            dropped.append(v)
+            preds_rev.append(fit(keep))
         while len(keep) > 1:
             trials = {v: fit([u for u in keep if u != v]) for v in keep}
             best = max(trials, key=lambda v: _r2(full, trials[v]).mean())
@@ -355,8 +499,15 @@ def compute_variable_importance(idata, X, var_name: str = "mu", method: str = "V
             preds_rev.append(trials[best])
         order = keep + dropped[::-1]
         preds = preds_rev[::-1]
-    r2 = np.array([_r2(full, sub) for sub in preds])
-    sub_labels = [" + ".join(names[v] for v in order[: s + 1]) for s in range(p)]
-    return {"indices": order, "labels": sub_labels, "r2_mean": r2.mean(axis=1),
-            "r2_hdi": np.quantile(r2, [tail, 1.0 - tail], axis=1), "preds": np.array(preds),
-            "preds_all": full, "draws": draws, "method": method}
+    r2 = np.array([_r2(full.reshape(full.shape[0], -1), sub.reshape(sub.shape[0], -1)) for sub in preds])
+    tail = (1.0 - hdi_prob) / 2.0
+    added = [names[int(v)] for v in order]
+
+    def rows_last(a):  # (..., k, rows) -> (..., rows[, k]), pymc-bart's layout
+        a = np.moveaxis(a, -2, -1)
+        return a[..., 0] if a.shape[-1] == 1 else a
+
+    return {"indices": np.array(order, dtype=int), "labels": np.array([added[0]] + [f"+ {a}" for a in added[1:]]),
+            "r2_mean": r2.mean(axis=1), "r2_hdi": np.quantile(r2, [tail, 1.0 - tail], axis=1).T,
+            "preds": rows_last(np.array(preds)), "preds_all": rows_last(full), "names": added, "draws": draws,
+            "method": method}

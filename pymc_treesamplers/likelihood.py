@@ -411,7 +411,9 @@ class FamilyWorkingModel:
         eta1 = self._eval(np.ones(self.n))[0]
         a, b = eta0, eta1 - eta0
         eta = self._eval(f)[0]
-        if not np.allclose(eta, a + b * f, rtol=1e-8, atol=1e-8):
+        with np.errstate(invalid="ignore"):  # a link that is infinite at 0 or 1 (log |w|) is not affine: said below
+            affine = np.allclose(eta, a + b * f, rtol=1e-8, atol=1e-8)
+        if not affine:
             raise NotImplementedError(
                 f"the {self.link} of the parameter of {self.name!r} is not affine in the BART value (each row's "
                 f"{self.link}(parameter) must be a + b * bart[row]); the tree steps need that form"

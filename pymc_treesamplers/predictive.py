@@ -39,7 +39,7 @@ def _bart_vars(model, idata) -> list:
 
 def _current_X(rv) -> CodedX:
     """The variable's current covariates, coded as in training (its Op knows its categorical columns)."""
-    return CodedX(np.asarray(bart_covariates(rv).eval(), dtype=float), rv.owner.op.categorical)
+    return CodedX(rv.owner.op.coded(bart_covariates(rv).eval()), rv.owner.op.categorical)
 
 
 def _replace_posterior(idata, values: dict, model) -> xr.DataTree:

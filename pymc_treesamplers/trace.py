@@ -601,7 +601,8 @@ def _check_categories(raw, firsts, p: int, categorical: tuple) -> None:
     as_number = set(np.flatnonzero(used[:p] | used[p:2 * p]).tolist())
     if missing := sorted(as_category - set(categorical)):
         raise TypeError(f"X_new column(s) {missing} hold numbers, but the model split them as categories: pass "
-                        "them as in training (a pandas category or string column of a DataFrame)")
+                        "them as in training (a pandas category or string column of a DataFrame; for columns given "
+                        "split_rules 'OneHotSplit', a category column of those numbers)")
     if wrong := sorted(as_number & set(categorical)):
         raise TypeError(f"X_new column(s) {wrong} hold categories, but the model split them as numbers: pass "
                         "them as in training")

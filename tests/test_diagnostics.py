@@ -92,13 +92,16 @@ def test_variable_importance_is_draw_matched(fitted):
     X, _, again = fitted
     vi = pmt.compute_variable_importance(again, X, samples=20, random_seed=1)
     order = list(pmt.get_variable_inclusion(again).index)
-    assert vi["labels"][0] == order[0] and vi["labels"][-1] == " + ".join(order)
+    assert list(vi["labels"]) == [order[0]] + [f"+ {name}" for name in order[1:]]  # pymc-bart's labels
+    assert vi["names"] == order
     full = pmt.predict(again, X, "mu").reshape(-1, len(X))[vi["draws"]]
     np.testing.assert_array_equal(vi["preds_all"], full)
     np.testing.assert_allclose(vi["r2_mean"][-1], 1.0)  # all covariates: the full model itself
-    assert vi["r2_hdi"].shape == (2, 5) and (vi["r2_hdi"][0] <= vi["r2_mean"] + 1e-12).all()
+    assert vi["r2_hdi"].shape == (5, 2) and (vi["r2_hdi"][:, 0] <= vi["r2_mean"] + 1e-12).all()
     assert vi["r2_mean"][0] < 0.9  # one covariate of Friedman #1 does not explain the fit
     back = pmt.compute_variable_importance(again, X, method="backward", samples=20, random_seed=1)
     assert sorted(back["indices"]) == list(range(5)) and back["r2_mean"][-1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="fixed"):
+        pmt.compute_variable_importance(again, X, method="backward_VI", fixed=5)
     with pytest.raises(ValueError, match="method"):
         pmt.compute_variable_importance(again, X, method="forward")

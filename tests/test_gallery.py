@@ -48,6 +48,14 @@ def test_bikes_poisson():
         idata = pm.sample(**RUN)
     mean = np.exp(idata.posterior["μ"]).mean(("chain", "draw")).values
     assert np.corrcoef(mean, Y)[0, 1] > 0.9
+    # the gallery's utilities, as it calls them
+    axes = pmb.plot_pdp(μ, X=X, Y=Y, grid=(2, 2), func=np.exp, var_discrete=[3])
+    assert [ax.get_xlabel() for ax in axes] == list(X.columns)
+    assert len(pmb.plot_ice(μ, X=X, Y=Y, grid=(2, 2), func=np.exp)) == X.shape[1]
+    vi_results = pmb.compute_variable_importance(idata, μ, X)
+    pmb.plot_variable_importance(vi_results)
+    pmb.plot_scatter_submodels(vi_results, grid=(2, 2))
+    assert vi_results["preds"].shape == (X.shape[1], 50, len(Y))
 
 
 def test_ionosphere_bernoulli():
@@ -73,6 +81,8 @@ def test_marketing_gamma_with_bart_in_mean_and_scale():
     assert np.corrcoef(np.exp(w_mean[0]), Y)[0, 1] > 0.75
     # the gallery's finding: the spread of sales grows with the budget
     assert np.corrcoef(w_mean[1], X[:, 0])[0, 1] > 0.5
+    assert len(pmb.plot_pdp(w, X=X, Y=Y, func=np.exp)) == 2  # one panel per output
+    assert pmb.compute_variable_importance(idata, w, X, samples=20)["preds"].shape == (1, 20, n_obs, 2)
 
 
 def test_iris_categorical_softmax():

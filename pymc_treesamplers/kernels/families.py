@@ -506,10 +506,8 @@ def _leaf_part(lik, perm, s, e, value, rng):
 
 @numba.njit(cache=True, nogil=True)
 def _propose_leaves(rng, lik, t, prior, ps):
-    if lik.leaf_exp != 0.0:
-        _loglink_leaves(rng, lik, t, ps)
-        return
-    if not lik.refine:
+    loglink = lik.leaf_exp != 0.0
+    if not (loglink or lik.refine):
         draw_leaves(rng, t, prior, ps)
         return
     # ps.r holds the working response z here (the driver added the old tree back)
@@ -519,7 +517,10 @@ def _propose_leaves(rng, lik, t, prior, ps):
         if ti[k, LEFT] < 0:
             s = ti[k, START]
             e = ti[k, END]
-            terms, val = _leaf_part(lik, t.perm, s, e, 0.0, rng)
+            if loglink:
+                terms, val = _loglink_leaf_part(lik, t.perm, s, e, 0.0, rng)
+            else:
+                terms, val = _leaf_part(lik, t.perm, s, e, 0.0, rng)
             t.floats[k, VALUE] = val
             part += terms
             for q in range(s, e):
@@ -713,22 +714,6 @@ def _loglink_leaf_part(lik, perm, s, e, value, rng):
     log_prior = -0.5 * d0 * d0 * prec0 + 0.5 * math.log(prec0) - _LOG_SQRT_2PI
     log_q = _L_LOG_NORM + 0.5 * math.log(H) - 0.5 * (_L_DF + 1.0) * math.log1p(d1 * d1 * H / _L_DF)
     return log_prior - log_q - leaf_laplace_at(c, W, S, lik.mu0, lik.s2, m, H), value
-
-
-@numba.njit(cache=True, nogil=True)
-def _loglink_leaves(rng, lik, t, ps):
-    ti = t.ints
-    part = 0.0
-    for k in range(t.nn[0]):
-        if ti[k, LEFT] < 0:
-            s = ti[k, START]
-            e = ti[k, END]
-            terms, val = _loglink_leaf_part(lik, t.perm, s, e, 0.0, rng)
-            t.floats[k, VALUE] = val
-            part += terms
-            for q in range(s, e):
-                ps.r[t.perm[q]] -= val
-    lik.acc[1] = part
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -113,7 +113,7 @@ class BaseTreeStep(ArrayStepShared):
         if initial_point is None:
             initial_point = model.initial_point()
         op: BARTRV = rv.owner.op
-        X = as_data_array(bart_covariates(rv), "X")
+        X = op.coded(as_data_array(bart_covariates(rv), "X"))
         # the kernels' columns: a covariate with missing values splits as x and as -x (binning.py)
         self.columns = split_columns(X, op.max_bins, op.split_points, op.categorical)
         self.var_name = rv.name

@@ -136,3 +136,28 @@ class PGBARTStep(BaseTreeStep):
             f"PGBARTStep: an SMC for tree {j} needed more than max_stages={self.opts.max_stages} stages; "
             "raise max_stages (it must exceed the node count of every tree)"
         )
+
+
+class PGBART(PGBARTStep):
+    """pymc-bart's name and call for the Particle Gibbs step: ``PGBART(vars=None, num_particles=10,
+    batch=(0.1, 0.1), model=None, initial_point=None, compile_kwargs=None, blocked=None, rng=None)``.
+
+    It is :class:`PGBARTStep` (every option of it works too, by keyword). One difference, said when it
+    matters: pymc-bart updates a share ``batch`` of the trees at each step (10% by default); a step here
+    updates all ``m`` trees (a full sweep), so ``batch`` is accepted and, when given, a warning says it
+    has no effect. The automatic step for a BART variable stays :class:`~pymc_treesamplers.CGMStep`.
+
+    >>> # idata = pm.sample(step=[pmt.PGBART([mu], num_particles=10)])
+    """
+
+    def __init__(self, vars=None, num_particles: int = 10, batch=None, model=None, initial_point=None,
+                 compile_kwargs=None, blocked=False, rng=None, **kwargs):
+        if batch is not None:
+            import warnings
+
+            warnings.warn(f"PGBART(batch={batch!r}): every step here updates all m trees (a full Gibbs sweep), so "
+                          "batch has no effect; fewer trees per step would only make each step cheaper and "
+                          "the chain slower to move", UserWarning, stacklevel=2)
+        super().__init__(vars, num_particles=num_particles, model=model, initial_point=initial_point,
+                         compile_kwargs=compile_kwargs, blocked=False if blocked is None else blocked, rng=rng,
+                         **kwargs)
