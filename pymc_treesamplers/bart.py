@@ -8,7 +8,6 @@ likelihood. Prior predictive draws sample fresh trees from the tree prior.
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -20,6 +19,7 @@ from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
 from .binning import SPLIT_POINTS, covariate_matrix, number_labels, numeric_array, split_columns
+from .callers import calling_model, check_route, inside_posterior_predictive
 from .prior import sample_prior_tree
 from .split_rules import split_rule_kind
 from .splitprior import DirichletSplitPrior, prior_split_weights
@@ -119,7 +119,7 @@ class BARTRV(RandomVariable):
 
         Refused inside ``pm.sample_posterior_predictive`` (``sample_vars=[bart]``): there a prior draw
         would pass for a prediction from the fitted trees."""
-        if _inside_posterior_predictive():
+        if inside_posterior_predictive():
             raise ValueError(
                 "pm.sample_posterior_predictive was asked to redraw a BART variable (it is in sample_vars), which "
                 "would draw fresh trees from the prior, not predictions from the fitted ones. Predict from the "
@@ -127,7 +127,7 @@ class BARTRV(RandomVariable):
                 "(draw-matched, everything downstream included), or pmt.predict(idata, X_new, var_name)."
             )
         # (a defaulted k alone changes nothing once sigma_mu is given)
-        if any(self.auto_leaf[:2]) and (model := _calling_model("sample_prior_predictive")) is not None:
+        if any(self.auto_leaf[:2]) and (model := calling_model("sample_prior_predictive")) is not None:
             self._warn_if_link_scale(model)
         # PyTensor broadcasts X and Y to the batch (output) shape: every output has the same X
         X = X.reshape(-1, *X.shape[-2:])
@@ -175,30 +175,6 @@ class BARTRV(RandomVariable):
                     f"3 / (k sqrt(m)), mu0 = the best constant fit / m; docs/likelihoods.md). Pass mu0 and sigma_mu "
                     "to pmt.BART to make the two the same.", UserWarning, stacklevel=2)
                 return
-
-
-def _calling_model(function: str):
-    """The model of PyMC's ``function`` (``sample_prior_predictive``) when it is on the call stack (it
-    evaluates the model's random variables through a compiled function; the Op has no other way to know
-    who calls it), else None."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == function and frame.f_globals.get("__name__", "").startswith("pymc."):
-            return frame.f_locals.get("model")
-        frame = frame.f_back
-    return None
-
-
-def _inside_posterior_predictive() -> bool:
-    """Whether PyMC's ``sample_posterior_predictive`` is on the call stack (it evaluates the model's
-    random variables through a compiled function; the Op has no other way to know who calls it)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if (frame.f_code.co_name == "sample_posterior_predictive"
-                and frame.f_globals.get("__name__", "").startswith("pymc.")):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def as_data_array(x, what: str) -> np.ndarray:
@@ -519,7 +495,9 @@ class BART(Distribution):
         return rv
 
     def logp(value, X, Y):
-        # one term per output (the rows are the support): the trees' prior is the tree steps' business
+        # one term per output (the rows are the support): the trees' prior is the tree steps' business, so a
+        # route that would read this density as the variable's (MAP, ADVI, SMC, a generic step) is refused here
+        check_route(value)
         return pt.zeros(value.shape[:-1], dtype=value.dtype)
 
     def support_point(rv, size, X, Y):

@@ -135,8 +135,14 @@ def test_pymc_bart_keywords_meaning_the_same_are_accepted_others_refused():
         pmt.BART("b", X, Y, m=5, split_rules=[ContinuousSplitRule()] * X.shape[1])
         with pytest.raises(ValueError, match="leaves here are constants"):
             pmt.BART("c", X, Y, response="linear")
-        with pytest.raises(ValueError, match=r"split_rules\[1\] is a OneHotSplitRule.*pandas category"):
-            pmt.BART("d", X, Y, split_rules=[ContinuousSplitRule, OneHotSplitRule, ContinuousSplitRule])
+        # a one-hot rule reads the column's numbers as category labels (tests/test_pymc_bart_api.py); subset
+        # splits are not available
+        rules = [ContinuousSplitRule, OneHotSplitRule] + [ContinuousSplitRule] * (X.shape[1] - 2)
+        pmt.BART("d", X, Y, m=5, split_rules=rules)
+        with pytest.raises(ValueError, match=r"split_rules\[1\] is a SubsetSplit"):
+            pmt.BART("e", X, Y, split_rules=["ContinuousSplit", "SubsetSplit"] + ["ContinuousSplit"] * (X.shape[1] - 2))
+        with pytest.raises(ValueError, match=r"split_rules\[0\]: unknown split rule"):
+            pmt.BART("f", X, Y, split_rules=["Linear"] * X.shape[1])
 
 
 def test_a_step_created_before_the_likelihood_warns_it_samples_the_prior():

@@ -27,6 +27,7 @@ from pymc.step_methods.state import dataclass_state
 
 from ..bart import BARTRV, as_data_array, bart_covariates
 from ..binning import split_columns
+from ..callers import check_nuts_sampler
 from ..diagnostics import frozen_message
 from ..forest import Forest, forest_sum, forest_summary, init_roots
 from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
@@ -277,6 +278,7 @@ class BaseTreeStep(ArrayStepShared):
     @staticmethod
     def competence(var, has_grad):
         if isinstance(getattr(var.owner, "op", None), BARTRV):
+            check_nuts_sampler(var)  # pm.sample(nuts_sampler="nutpie", ...) is refused here, by name
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
