@@ -17,17 +17,19 @@ OUT = ROOT / "build" / "docs-src"
 
 # public names by module, in the order a reader meets them
 API = {
-    "The BART variable": ["pymc_treesamplers.BART", "pymc_treesamplers.DirichletSplitPrior"],
+    "The BART variable": ["pymc_treesamplers.BART", "pymc_treesamplers.DirichletSplitPrior",
+                          "pymc_treesamplers.split_rules"],
     "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.ReshapeStep", "pymc_treesamplers.GrowPruneStep",
                    "pymc_treesamplers.PGBARTStep", "pymc_treesamplers.CTBirthDeathStep",
-                   "pymc_treesamplers.NormalScaleGibbs"],
+                   "pymc_treesamplers.NormalScaleGibbs", "pymc_treesamplers.PGBART"],
+    "Routes that cannot sample trees": ["pymc_treesamplers.callers.RouteError"],
     "Predictions": ["pymc_treesamplers.predict", "pymc_treesamplers.sample_posterior_predictive"],
     "Chains across machines": ["pymc_treesamplers.distributed.sample", "pymc_treesamplers.distributed.local_cluster",
                                "pymc_treesamplers.distributed.ChainsFailed",
                                "pymc_treesamplers.distributed.current_chain",
                                "pymc_treesamplers.distributed.ChainSeed"],
     "Single trees by SMC": ["pymc_treesamplers.SMCTreeClassifier", "pymc_treesamplers.SMCTreeRegressor"],
-    "Diagnostics": ["pymc_treesamplers.diagnostics"],
+    "Diagnostics": ["pymc_treesamplers.diagnostics", "pymc_treesamplers.vi_to_kulprit"],
     "Plots": ["pymc_treesamplers.plots"],
     "Priors and jump-mode traces": ["pymc_treesamplers.chipman_sigma2_prior", "pymc_treesamplers.jump_weights",
                                     "pymc_treesamplers.weighted_mean", "pymc_treesamplers.resample_jump_chain"],
@@ -66,6 +68,7 @@ def main() -> int:
     for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copy(book, OUT / "notebooks" / book.name)
     (OUT / "index.md").write_text(home_page((ROOT / "README.md").read_text()))
+    (OUT / "CHANGELOG.md").write_text(home_page((ROOT / "CHANGELOG.md").read_text()))
     (OUT / "api.md").write_text(api_page())
     print(f"docs source in {OUT.relative_to(ROOT)}")
     return 0
