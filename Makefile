@@ -4,8 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # numba's cache=True only notices edits to a function's own file, not to the kernels it calls in
-# other files; a cache directory per source hash makes every edit recompile what depends on it.
-export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$(find pymc_treesamplers tests -name '*.py' | sort) | sha1sum | cut -c1-12)
+# other files; a cache directory per hash of the sources that hold kernels (the package, and the test
+# files that write kernels of their own) makes every edit there recompile what depends on it, and editing
+# any other test recompiles nothing
+export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -l njit tests/*.py) | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
 	bench-routes bench-scale-readme bench-smctree \
