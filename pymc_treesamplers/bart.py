@@ -443,6 +443,11 @@ class BART(Distribution):
         split_rules=None,
         **kwargs,
     ):
+        if k in ("constant", "linear", "mix", "motr"):  # pymc-bart's positional order after beta: response,
+            # split_rules, split_prior
+            if response is not None or split_rules is not None:
+                raise TypeError(f"BART got response twice ({k!r} in k's place, pymc-bart's position, and by keyword)")
+            response, split_rules, split_prior, k, mu0, sigma_mu = k, mu0, sigma_mu, None, None, None
         one_hot = _pymc_bart_keywords(response, split_rules, X)
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
                                  split_prior=split_prior, max_bins=max_bins, split_points=split_points,

@@ -144,6 +144,10 @@ def covariate_matrix(X, what: str) -> tuple[np.ndarray, tuple[int, ...]]:
             codes = col.cat.codes.to_numpy().astype(float)
             codes[codes < 0] = np.nan
             cols.append(codes)
+        elif isinstance(dt, CategoricalDtype) and is_numeric_dtype(dt.categories.dtype):
+            # numbers as labels: one canonical label per number (3, 3.0 -> "3"), as number_labels gives them
+            cols.append(number_labels(col.astype(float).to_numpy(dtype=float, na_value=np.nan)))
+            cat.append(j)
         elif isinstance(dt, CategoricalDtype) or is_object_dtype(dt) or is_string_dtype(dt):
             cols.append(label_codes(col.to_numpy(dtype=object)))
             cat.append(j)

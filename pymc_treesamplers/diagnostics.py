@@ -178,8 +178,8 @@ def get_variable_inclusion(idata, var_name: str | None = None, labels: Sequence[
     the covariates (else ``x0, x1, ...``). ``var_name``: the BART variable (default: the only one).
 
     **pymc-bart's form**, ``get_variable_inclusion(idata, X, model=None, bart_var_name=None, labels=None,
-    to_kulprit=False)``, X second and positional (or any of ``model``, ``bart_var_name``, ``to_kulprit``
-    given), returns what pymc-bart returns: ``(shares, labels)``, the shares most used first as an array
+    to_kulprit=False)`` (X given and the variable not named by ``var_name``), returns what pymc-bart
+    returns: ``(shares, labels)``, the shares most used first as an array
     and their labels as a list (the DataFrame's column names, else the column indices as strings);
     ``to_kulprit=True`` gives kulprit's nested term lists instead, ``[[], [l0], [l0, l1], ..., all]``.
     ``model`` is accepted and not needed (the variable is named by ``bart_var_name``).
@@ -196,11 +196,16 @@ def get_variable_inclusion(idata, var_name: str | None = None, labels: Sequence[
     >>> shares.round(3).tolist(), names
     ([0.571, 0.429, 0.0], ['0', '1', '2'])
     """
-    pymc_bart_form = _is_covariates(var_name) or model is not None or bart_var_name is not None or to_kulprit
-    if _is_covariates(var_name):
-        if X is not None:
+    if _is_covariates(var_name):  # pymc-bart's positional (idata, X, model, bart_var_name)
+        if X is not None and not isinstance(X, str):
             raise TypeError("get_variable_inclusion got X twice (second argument and X=)")
+        if isinstance(X, str):
+            bart_var_name, X = X, None
+        if labels is not None and not isinstance(labels, (list, tuple, np.ndarray, pd.Index)):
+            labels = None  # pymc-bart's positional model, which the variable's name makes unnecessary
         X, var_name = var_name, None
+    # our DataFrame when the variable is named (or nothing but idata is given); pymc-bart's tuple otherwise
+    pymc_bart_form = (var_name is None and X is not None) or bart_var_name is not None or to_kulprit
     if bart_var_name is not None:
         if var_name is not None and var_name != bart_var_name:
             raise ValueError(f"var_name={var_name!r} and bart_var_name={bart_var_name!r} disagree")
@@ -359,18 +364,20 @@ def compare_samplers(idatas: Mapping[str, object], var_name: str = "mu", sigma: 
 
 
 def choose_draws(idata, var_name: str = "mu", samples: int = 100, random_seed=None) -> np.ndarray:
-    """``samples`` posterior draws chosen at random without replacement (all of them if there are fewer),
-    as sorted flat indices ``chain * n_draw + draw``: the ``draws`` of :func:`pymc_treesamplers.predict`.
+    """``samples`` posterior draws chosen at random, as sorted flat indices ``chain * n_draw + draw`` (the
+    ``draws`` of :func:`pymc_treesamplers.predict`): without replacement, or with replacement when there
+    are fewer stored draws than ``samples`` (so that results have ``samples`` rows, as pymc-bart's do).
 
     >>> import arviz as az
-    >>> choose_draws(az.from_dict({"sample_stats": {"mu_forest": np.full((2, 3), "")}}), samples=10).tolist()
-    [0, 1, 2, 3, 4, 5]
+    >>> idata = az.from_dict({"sample_stats": {"mu_forest": np.full((2, 3), "")}})
+    >>> len(set(choose_draws(idata, samples=4).tolist())), len(choose_draws(idata, samples=10))
+    (4, 10)
     """
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
     n_total = int(np.prod(_stat(idata, var_name, "forest").shape[:2]))
     rng = np.random.default_rng(random_seed)
-    return np.sort(rng.choice(n_total, size=min(samples, n_total), replace=False))
+    return np.sort(rng.choice(n_total, size=samples, replace=samples > n_total))
 
 
 def _r2(full: np.ndarray, sub: np.ndarray) -> np.ndarray:
@@ -396,20 +403,26 @@ def _bart_variable_names(bartrv) -> list[str] | None:
 
 
 def coded_for(bartrv, X):
-    """Covariates for the forests of a BART variable given as pymc-bart passes them: a matrix whose
-    ``"OneHotSplit"`` columns hold numbers is coded as the variable's trees read it (a DataFrame, or a
-    variable without such columns, passes as it is)."""
+    """Covariates for the forests of a BART variable given as pymc-bart passes them: the columns its
+    ``"OneHotSplit"`` rule reads as labels, held as numbers (in an array or a DataFrame), are coded as the
+    variable's trees read them (a variable without such columns takes X as it is)."""
+    from .binning import covariate_matrix, number_labels
     from .trace import CodedX
 
     op = (bartrv[0] if isinstance(bartrv, (list, tuple)) else bartrv).owner.op
-    if not op.number_categories or hasattr(X, "columns"):
+    if not op.number_categories:
         return X
-    return CodedX(op.coded(np.asarray(X, dtype=float)), op.categorical)
+    values, categorical = covariate_matrix(X, "X")
+    values = np.array(values, dtype=float)
+    for j in op.number_categories:
+        if j not in categorical:  # a DataFrame's category column is coded already
+            values[:, j] = number_labels(values[:, j])
+    return CodedX(values, tuple(sorted(set(categorical) | set(op.number_categories))))
 
 
-def compute_variable_importance(idata, X=None, var_name: str | Sequence[str] | None = None, method: str = "VI",
-                                samples: int = 50, random_seed=None, labels: Sequence[str] | None = None,
-                                hdi_prob: float = 0.94, *, bartrv=None, model=None, fixed: int = 0) -> dict:
+def compute_variable_importance(idata, bartrv=None, X=None, model=None, method: str = "VI", fixed: int = 0,
+                                samples: int = 50, random_seed=None, *, var_name: str | Sequence[str] | None = None,
+                                labels: Sequence[str] | None = None, hdi_prob: float = 0.94) -> dict:
     """How well submodels that use only some covariates reproduce the full model's fit, draw by draw.
 
     A submodel's value at the training rows ``X`` is each stored forest with the other covariates
@@ -422,11 +435,11 @@ def compute_variable_importance(idata, X=None, var_name: str | Sequence[str] | N
     covariate whose removal keeps ``R^2`` highest (``p^2 / 2`` submodels; then listed in reverse);
     ``"backward_VI"`` first drops the ``fixed`` least included covariates, then goes backward.
 
-    ``var_name``: the BART variable (default: the only one), or a list of one-output BARTs on the same
-    covariates, taken together as the outputs of one model. pymc-bart's form,
-    ``compute_variable_importance(idata, bartrv, X, model=None, method="VI", fixed=0, samples=50,
-    random_seed=None)``, with the BART variable (or a list of them) second, works too (``model`` is not
-    needed: the variable names itself).
+    The arguments are pymc-bart's, in its order: ``bartrv`` the BART variable (or a list of one-output
+    BARTs on the same covariates, taken together as the outputs of one model), ``X`` the training
+    covariates, ``model`` (accepted, not needed: the variable names itself). This package's form,
+    ``compute_variable_importance(idata, X, "mu")``, works too: X second and the variable by name
+    (``var_name``; default: the only BART variable in ``idata``).
 
     Returns pymc-bart's keys and shapes: ``indices`` (covariate indices in the order added), ``labels``
     (an array: the first covariate's name, then ``"+ name"`` for each one added), ``r2_mean``, ``r2_hdi``
@@ -439,31 +452,38 @@ def compute_variable_importance(idata, X=None, var_name: str | Sequence[str] | N
     """
     from .trace import check_new_X, predict
 
-    if bartrv is None and (names := _bart_variable_names(X)) is not None:
-        bartrv, X = X, None
-        if var_name is not None and not isinstance(var_name, str):
-            X, var_name = var_name, None  # pymc-bart's positional (idata, bartrv, X)
+    if bartrv is not None and _bart_variable_names(bartrv) is None:  # our form: (idata, X, "mu", ...)
+        if X is not None and not isinstance(X, (str, list, tuple)):
+            raise TypeError("compute_variable_importance got X twice (second argument and X=)")
+        if X is not None:
+            if var_name is not None:
+                raise TypeError("compute_variable_importance got the variable twice (third argument and var_name=)")
+            var_name = X
+        if isinstance(model, str):  # our positional method after the name
+            method, model = model, None
+        X, bartrv = bartrv, None
+    if model is not None and not hasattr(model, "free_RVs"):
+        raise TypeError(f"model must be a PyMC model (pymc-bart's argument; not needed here), got {model!r}")
     if bartrv is not None:
         names = _bart_variable_names(bartrv)
-        if names is None:
-            raise TypeError(f"bartrv must be a BART variable or a list of them, got {type(bartrv).__name__}")
         if var_name is not None:
             raise TypeError("give the BART variable once: bartrv or var_name")
         var_name = names if len(names) > 1 or isinstance(bartrv, (list, tuple)) else names[0]
     if X is None:
         raise TypeError("compute_variable_importance needs the training covariates X")
+    named = X  # names and inclusion read the covariates as given; the forests read them coded
     if bartrv is not None:
         X = coded_for(bartrv, X)
     if method not in ("VI", "backward", "backward_VI"):
         raise ValueError(f"method must be 'VI', 'backward' or 'backward_VI', got {method!r}")
     var_names = list(var_name) if isinstance(var_name, (list, tuple)) else [_one_bart(idata, var_name)]
-    counts = [get_variable_inclusion(idata, v, X=X) for v in var_names]
+    counts = [get_variable_inclusion(idata, v, X=named) for v in var_names]
     p = len(counts[0])
     if any(len(c) != p for c in counts):
         raise ValueError(f"the BART variables {var_names} were fit on different numbers of covariates")
-    if bartrv is not None and labels is None and not hasattr(X, "columns"):
+    if bartrv is not None and labels is None and not hasattr(named, "columns"):
         labels = [str(v) for v in range(p)]  # pymc-bart's names: the column indices
-    names = _labels(p, labels, X)
+    names = _labels(p, labels, named)
     if method == "backward_VI" and (isinstance(fixed, bool) or not isinstance(fixed, (int, np.integer))
                                     or not 1 <= fixed < p):
         raise ValueError(f"method='backward_VI' needs fixed, the covariates dropped by inclusion first, in [1, {p}); "
@@ -480,7 +500,7 @@ def compute_variable_importance(idata, X=None, var_name: str | Sequence[str] | N
         return np.concatenate(outs, axis=1)
 
     full = fit(list(range(p)))
-    inclusion = sum(c["inclusion"].reindex(_labels(p, None, X)).to_numpy() for c in counts)
+    inclusion = sum(c["inclusion"].reindex(_labels(p, None, named)).to_numpy() for c in counts)
     by_vi = list(np.argsort(-inclusion, kind="stable"))
     if method == "VI":
         order = by_vi

@@ -1,4 +1,6 @@
-"""Plots of a BART fit, from the InferenceData alone (matplotlib; each returns its Figure).
+"""Plots of a BART fit, from the InferenceData alone (matplotlib; each returns its Figure, except where
+pymc-bart's call returns Axes: ``plot_variable_importance``, ``plot_scatter_submodels`` and the
+variable-first forms of the partial-dependence plots, drawn on pyplot figures as pymc-bart's are).
 
 Names and arguments follow pymc-bart's where they mean the same (``plot_variable_inclusion``,
 ``plot_variable_importance``, ``plot_scatter_submodels``, ``plot_pdp``, ``plot_ice``); every
@@ -35,8 +37,19 @@ __all__ = [
 ]
 
 
-def _axes(ax, n: int = 1, ncols: int | None = None, figsize=None):
-    """``n`` Axes: the ones given, or a new Figure's grid (no pyplot state: safe in scripts and tests)."""
+def _figure(figsize, pyplot: bool = False) -> Figure:
+    """A new Figure: outside pyplot's state (safe in scripts and tests: this package's own calls, which
+    return it), or through pyplot where a call returns Axes as pymc-bart's do (``plt.show()`` and a
+    notebook then find the figure)."""
+    if pyplot:
+        import matplotlib.pyplot as plt
+
+        return plt.figure(figsize=figsize, layout="constrained")
+    return Figure(figsize=figsize, layout="constrained")
+
+
+def _axes(ax, n: int = 1, ncols: int | None = None, figsize=None, pyplot: bool = False):
+    """``n`` Axes: the ones given, or a new Figure's grid (:func:`_figure`)."""
     if ax is not None:
         axes = np.atleast_1d(ax).ravel()
         if axes.size < n:
@@ -44,7 +57,7 @@ def _axes(ax, n: int = 1, ncols: int | None = None, figsize=None):
         return axes[0].figure, axes
     ncols = ncols or min(n, 3)
     nrows = -(-n // ncols)
-    fig = Figure(figsize=figsize or (4.0 * ncols, 3.2 * nrows), layout="constrained")
+    fig = _figure(figsize or (4.0 * ncols, 3.2 * nrows), pyplot)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     for extra in axes[n:]:
         extra.set_visible(False)
@@ -85,9 +98,10 @@ def plot_variable_inclusion(idata, var_name: str | None = None, labels: Sequence
     var_name = _one_bart(idata, var_name)
     kw = {"color": "k", "marker": "o", "ls": "-", "rotation": None} | dict(plot_kwargs or {})
     inc = get_variable_inclusion(idata, var_name, labels=labels, X=X)
-    fig, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.6 * len(inc)), 3.2))
+    fig, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.6 * len(inc)), 3.2), pyplot=theirs)
     pos = np.arange(len(inc))
     axis.bar(pos, inc["inclusion"], color="C0", alpha=0.6, label="all chains")
+    axis.plot(pos, inc["inclusion"], color=kw["color"], ls=kw["ls"], lw=0.8, alpha=0.6)
     chains = [c for c in inc.columns if c.startswith("chain_")]
     for i, c in enumerate(chains):
         axis.plot(pos, inc[c], kw["marker"], color=kw["color"], ms=3, alpha=0.7, label="each chain" if i == 0 else None)
@@ -107,7 +121,7 @@ def plot_variable_inclusion(idata, var_name: str | None = None, labels: Sequence
 def plot_convergence(idata, var_name: str | None = None, kind: str = "ecdf", figsize=None, ax=None,
                      backend: str | None = None, rows: Sequence[int] | None = None) -> Figure:
     """Bulk ESS and R-hat over chains of the BART value at every training row (or ``rows``), as ECDFs
-    (``kind="ecdf"``) or histograms (``kind="hist"``), with dashed lines at 100 * chains ESS and R-hat
+    (``kind="ecdf"``), densities (``"kde"``) or histograms (``"hist"``), with dashed lines at 100 * chains ESS and R-hat
     1.01: the per-row view pymc-bart's ``plot_convergence`` gave (its 0.13 only points to ArviZ).
 
     >>> # pmt.plot_convergence(idata, "mu")
@@ -116,7 +130,7 @@ def plot_convergence(idata, var_name: str | None = None, kind: str = "ecdf", fig
 
     _check_backend(backend)
     if kind not in ("ecdf", "hist", "kde"):
-        raise ValueError(f"kind must be 'ecdf' or 'hist', got {kind!r}")
+        raise ValueError(f"kind must be 'ecdf', 'kde' or 'hist', got {kind!r}")
     var_name = _one_bart(idata, var_name)
     if "posterior" not in idata.children or var_name not in idata["posterior"]:
         raise ValueError(f"no {var_name!r} in idata.posterior: plot_convergence reads the stored BART values")
@@ -129,6 +143,12 @@ def plot_convergence(idata, var_name: str | None = None, kind: str = "ecdf", fig
         if kind == "ecdf":
             axis.step(values, np.arange(1, values.size + 1) / values.size, where="post", color="C0")
             axis.set_ylabel("share of rows")
+        elif kind == "kde" and values.size > 1 and values.std() > 0:
+            from scipy.stats import gaussian_kde
+
+            xs = np.linspace(values.min(), values.max(), 200)
+            axis.plot(xs, gaussian_kde(values)(xs), color="C0")
+            axis.set_ylabel("density over rows")
         else:
             axis.hist(values, bins=min(30, max(5, values.size // 5)), color="C0", alpha=0.7)
             axis.set_ylabel("rows")
@@ -152,9 +172,10 @@ def _submodels(vi_results: dict, submodels, labels) -> tuple[list[int], list[str
 
 def plot_variable_importance(vi_results: dict, submodels: Sequence[int] | None = None,
                              labels: Sequence[str] | None = None, figsize=None, plot_kwargs: dict | None = None,
-                             ax=None, backend: str | None = None) -> Figure:
+                             ax=None, backend: str | None = None):
     """R^2 of each submodel against the full model (:func:`~pymc_treesamplers.compute_variable_importance`):
-    mean over draws with its band, covariates added left to right.
+    mean over draws with its band, covariates added left to right. Returns the Axes (pymc-bart's
+    return; ``.figure`` is the Figure).
 
     pymc-bart's arguments: ``submodels`` (indices of the submodels to show), ``labels`` (their tick
     labels), ``figsize`` and ``plot_kwargs`` (``color_r2``, ``marker_r2``, ``marker_fc_r2``, ``ls_ref``,
@@ -167,7 +188,7 @@ def plot_variable_importance(vi_results: dict, submodels: Sequence[int] | None =
           "rotation": 45} | dict(plot_kwargs or {})
     submodels, labels = _submodels(vi_results, submodels, labels)
     r2, hdi = np.asarray(vi_results["r2_mean"])[submodels], np.asarray(vi_results["r2_hdi"])[submodels]
-    fig, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.7 * len(r2)), 3.4))
+    _, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.7 * len(r2)), 3.4), pyplot=True)
     pos = np.arange(len(r2))
     axis.errorbar(pos, r2, yerr=[np.clip(r2 - hdi[:, 0], 0, None), np.clip(hdi[:, 1] - r2, 0, None)],
                   fmt=kw["marker_r2"] + "-", color=kw["color_r2"], mfc=kw["marker_fc_r2"], capsize=3)
@@ -175,13 +196,14 @@ def plot_variable_importance(vi_results: dict, submodels: Sequence[int] | None =
     axis.set_xticks(pos, labels, rotation=kw["rotation"], ha="right" if kw["rotation"] else "center")
     axis.set_ylabel("R² against the full model")
     axis.set_title(f"variable importance ({vi_results.get('method', 'VI')})")
-    return fig
+    return axis
 
 
 def plot_scatter_submodels(vi_results: dict, func: Callable | None = None, submodels: Sequence[int] | None = None,
                            grid="long", labels: Sequence[str] | None = None, figsize=None,
-                           plot_kwargs: dict | None = None, ax=None, backend: str | None = None) -> Figure:
+                           plot_kwargs: dict | None = None, ax=None, backend: str | None = None):
     """The full model's fit against each submodel's, per row (posterior means over the chosen draws).
+    Returns the array of Axes, one per panel (pymc-bart's return).
 
     pymc-bart's arguments: ``func`` (applied to both fits first, e.g. an inverse link), ``submodels``,
     ``grid`` (``"long"``: one column, ``"wide"``: one row, or ``(rows, cols)``), ``labels``, ``figsize``
@@ -201,7 +223,7 @@ def plot_scatter_submodels(vi_results: dict, func: Callable | None = None, submo
     outputs = full.shape[1] if full.ndim == 2 else 1
     full = full.reshape(full.shape[0], outputs)
     panels = [(s, lab, o) for s, lab in zip(submodels, labels, strict=True) for o in range(outputs)]
-    fig, axes = _axes(ax, len(panels), ncols=_grid_cols(grid, len(panels)), figsize=figsize)
+    _, axes = _axes(ax, len(panels), ncols=_grid_cols(grid, len(panels)), figsize=figsize, pyplot=True)
     for axis, (s, lab, o) in zip(axes, panels, strict=False):
         sub = preds[s].mean(axis=0).reshape(full.shape[0], outputs)[:, o]
         axis.plot(sub, full[:, o], kw["marker_scatter"], alpha=kw["alpha_scatter"], color=kw["color_scatter"])
@@ -210,7 +232,7 @@ def plot_scatter_submodels(vi_results: dict, func: Callable | None = None, submo
         axis.set_title(lab + (f" (output {o})" if outputs > 1 else ""), fontsize=9)
         axis.set_xlabel("submodel")
         axis.set_ylabel("full model")
-    return fig
+    return axes[: len(panels)]
 
 
 def _grid_cols(grid, n: int) -> int | None:
@@ -310,7 +332,7 @@ class _Call(NamedTuple):
 
 def _resolve(first, third, what: str) -> _Call:
     """Which fit a partial-dependence plot reads: ``first`` is our InferenceData, or (pymc-bart's form) a
-    BART variable or a list of them, whose fitted forests are in the newest InferenceData of this
+    BART variable or a list of them, whose fitted forests are in the one InferenceData of this
     session that holds that variable's forests (:func:`find_fit`)."""
     from .diagnostics import _bart_variable_names, _one_bart
 
@@ -326,10 +348,11 @@ def _resolve(first, third, what: str) -> _Call:
 
 
 def find_fit(bartrv):
-    """The newest InferenceData alive in this session that holds the fitted forests of ``bartrv`` (a
-    variable of that name, with as many covariates and rows), for pymc-bart's calls that pass only
-    the variable (``plot_pdp(mu, X, Y)``): pymc-bart keeps the trees on the variable, this package in
-    the InferenceData. "Newest" is by the posterior's ``created_at``; pass ``idata=`` to choose.
+    """The InferenceData alive in this session that holds the fitted forests of ``bartrv`` (a variable of
+    that name and as many rows), for pymc-bart's calls that pass only the variable (``plot_pdp(mu, X,
+    Y)``): pymc-bart keeps the trees on the variable, this package in the InferenceData. When several
+    hold fits of that name it raises rather than guess (the fits do not record their model): pass the
+    InferenceData first then, ``plot_pdp(idata, X, "mu")``.
 
     >>> # pmt.plots.find_fit(mu) is idata
     """
@@ -359,17 +382,21 @@ def find_fit(bartrv):
         raise ValueError(f"no fit of {name!r} found: pymc-treesamplers keeps the trees in the InferenceData that "
                          f"pm.sample returns, not on the variable; keep it (idata = pm.sample(...)) and pass it "
                          f"first: plot_pdp(idata, X, {name!r})")
-    return max(found, key=lambda t: t[:2])[2]
+    if len(found) > 1:  # which model each came from is not recorded: choosing one could show another model's fit
+        stamps = ", ".join(sorted(t[0] or "?" for t in found))
+        raise ValueError(f"{len(found)} InferenceData objects in this session hold fits of {name!r} (created "
+                         f"{stamps}): pass the one you mean first, plot_pdp(idata, X, {name!r})")
+    return found[0][2]
 
 
-def _layout(ax, n: int, grid, sharey, figsize):
+def _layout(ax, n: int, grid, sharey, figsize, pyplot: bool = False):
     """Figure and ``n`` Axes for per-covariate panels: pymc-bart's ``grid`` and ``sharey``, or ours."""
     if ax is not None:
         return _axes(ax, n)
     ncols = _grid_cols(grid, n)
     ncols = ncols or min(n, 3)
     nrows = -(-n // ncols)
-    fig = Figure(figsize=figsize or (4.0 * ncols, 3.2 * nrows), layout="constrained")
+    fig = _figure(figsize or (4.0 * ncols, 3.2 * nrows), pyplot)
     share = {True: True, False: False, "none": False, "all": True, "row": "row", "col": "col"}.get(sharey, sharey)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharey=share)).ravel()
     for extra in axes[n:]:
@@ -423,8 +450,9 @@ def plot_pdp(idata, X, var_name: str | None = None, var_idx: Sequence | None = N
     xs_values=None, var_idx=None, var_discrete=None, func=None, samples=200, ref_line=True,
     random_seed=None, sharey=True, smooth=True, grid="long", color="C0", color_mean="C0", alpha=0.1,
     figsize=None, smooth_kwargs=None, ax=None)``, with the BART variable first (or a list of
-    one-output BARTs); its fit is the newest one of this session
-    (:func:`find_fit`; our form names it), and it returns the axes, as pymc-bart does (ours returns the Figure). Every
+    one-output BARTs); its fit is the one InferenceData of this session holding it
+    (:func:`find_fit`; our form names it), and it returns the axes, as pymc-bart does (ours returns
+    the Figure). Every
     one of those arguments works in our form too: ``xs_interval``/``xs_values`` (the grid),
     ``var_discrete`` (covariates drawn as points with intervals), ``ref_line`` (the mean partial
     dependence), ``sharey``, ``smooth`` (Savitzky-Golay), ``grid`` (``"long"``, ``"wide"`` or
@@ -440,6 +468,9 @@ def plot_pdp(idata, X, var_name: str | None = None, var_idx: Sequence | None = N
     call = _resolve(idata, var_name if var_name is not None else Y, "plot_pdp")
     # unset arguments take the defaults of the form used: pymc-bart's, or ours
     theirs = call.pymc_bart
+    if theirs and isinstance(var_idx, str):
+        raise TypeError(f"plot_pdp(bartrv, X, Y, {var_idx!r}, ...): give pymc-bart's arguments after Y by keyword "
+                        f"(xs_interval={var_idx!r}, ...): their positions differ here")
     samples = (200 if theirs else 100) if samples is None else samples
     xs_interval = ("quantiles" if theirs else None) if xs_interval is None else xs_interval
     grid = ("long" if theirs else None) if grid is None else grid
@@ -467,7 +498,7 @@ def plot_pdp(idata, X, var_name: str | None = None, var_idx: Sequence | None = N
     per_output = call.pymc_bart and outputs > 1
     panels = [(v, o) for v in var_idx for o in (range(outputs) if per_output and not isinstance(v, (tuple, list))
                                                  else [None])]
-    fig, axes = _layout(ax, len(panels), grid, sharey, figsize)
+    fig, axes = _layout(ax, len(panels), grid, sharey, figsize, pyplot=call.pymc_bart)
     ref = np.mean([c.mean() for _, c in computed.values()]) if computed else None
     for axis, (v, o) in zip(axes, panels, strict=False):
         if isinstance(v, (tuple, list)):
@@ -567,7 +598,7 @@ def plot_ice(idata, X, var_name: str | None = None, var_idx: Sequence[int] | Non
         computed[v] = (grid_v, f - f[:1] if centered else f)
     outputs = next(iter(computed.values()))[1].shape[1]
     panels = [(v, o) for v in var_idx for o in (range(outputs) if call.pymc_bart else [0])]
-    fig, axes = _layout(ax, len(panels), grid, sharey, figsize)
+    fig, axes = _layout(ax, len(panels), grid, sharey, figsize, pyplot=call.pymc_bart)
     for axis, (v, o) in zip(axes, panels, strict=False):
         grid_v, f = computed[v]
         f = f[:, o]

@@ -96,7 +96,7 @@ def test_predictions_with_categories_unseen_ones_and_wrong_types():
     np.testing.assert_array_equal(a, b)
     with pytest.raises(TypeError, match=r"column\(s\) \[0\] hold numbers, but the model split them as categories"):
         pmt.predict(idata, X.assign(city=1.0), "mu")
-    assert list(pmt.get_variable_inclusion(idata, X=X).index) in (["city", "x"], ["x", "city"])
+    assert list(pmt.get_variable_inclusion(idata, "mu", X=X).index) in (["city", "x"], ["x", "city"])
     # PyMC's predictive route through the model's own covariates keeps them too
     with pm.Model():
         mu = pmt.BART("mu", X, y, m=8)

@@ -29,7 +29,7 @@ def test_inclusion_by_hand():
     np.testing.assert_allclose(inc["chain_1"], [0.5, 0.5, 0.0])
     np.testing.assert_allclose(inc["sd_chains"], [np.std([4 / 6, 0.5]), np.std([2 / 6, 0.5]), 0.0])
     X = pd.DataFrame(np.zeros((2, 3)), columns=["u", "v", "w"])
-    assert list(pmt.get_variable_inclusion(_tiny(), X=X).index) == ["u", "v", "w"]
+    assert list(pmt.get_variable_inclusion(_tiny(), "mu", X=X).index) == ["u", "v", "w"]
     with pytest.raises(ValueError, match="labels has 2 names"):
         pmt.get_variable_inclusion(_tiny(), labels=["a", "b"])
 

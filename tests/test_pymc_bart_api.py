@@ -140,6 +140,15 @@ def test_categorical_model(rule):
     assert pmb.compute_variable_importance(idata, bartrv=lo, X=X)["preds"].shape == (5, 50, 9, 3)
 
 
+def test_bart_takes_pymc_barts_positional_order():
+    """pymc-bart's BART(name, X, Y, m, alpha, beta, response, split_rules, split_prior)."""
+    X = np.random.default_rng(0).integers(0, 3, size=(20, 2)).astype(float)
+    with pm.Model():
+        mu = pmb.BART("mu", X, X[:, 0], 5, 0.9, 2.0, "constant", ["OneHotSplit", "ContinuousSplit"], [2.0, 1.0])
+    op = mu.owner.op
+    assert (op.m, op.alpha, op.number_categories, op.split_prior) == (5, 0.9, (0,), (2.0, 1.0))
+
+
 def test_subset_split_is_refused_by_name():
     with pm.Model(), pytest.raises(ValueError, match="SubsetSplit"):
         pmb.BART("mu", np.zeros((10, 2)), np.zeros(10), m=2, split_rules=["ContinuousSplit", "SubsetSplit"])
@@ -361,10 +370,15 @@ def test_one_hot_columns_predict_as_a_category_column_would():
     f_frame = pmb.predict(idata, frame, "mu").mean(axis=(0, 1))
     np.testing.assert_allclose(f_frame, idata.posterior["mu"].mean(("chain", "draw")).values, atol=1e-9)
     assert abs(f_frame[g == 2].mean() - 3.0) < 0.3
+    floats = pd.DataFrame({"g": pd.Categorical(g.astype(float)), "x": X[:, 1]})  # labels 1.0 and 1 are one
+    np.testing.assert_array_equal(pmb.predict(idata, floats, "mu"), pmb.predict(idata, frame, "mu"))
     with pytest.raises(TypeError, match="OneHotSplit"):
         pmb.predict(idata, X, "mu")
     vi = pmb.compute_variable_importance(idata, mu, X, samples=5)
     assert vi["names"][0] == "0"
+    numbers = pd.DataFrame(X, columns=["g", "x"])  # pymc-bart's calls with the numbers in a DataFrame
+    assert pmb.compute_variable_importance(idata, mu, numbers, samples=5)["names"][0] == "g"
+    assert [ax.get_xlabel() for ax in pmb.plot_pdp(mu, numbers, samples=5)] == ["g", "x"]
 
 
 def test_vi_to_kulprit_terms_project_with_kulprit():
@@ -402,9 +416,39 @@ def test_a_list_of_barts_is_one_model_with_several_outputs():
     vi = pmb.compute_variable_importance(idata, [mu1, mu2], X, samples=10)
     assert vi["preds"].shape == (3, 10, 40, 2) and vi["preds_all"].shape == (10, 40, 2)
     assert set(vi["indices"][:2]) == {0, 1}  # the two covariates the outputs use come first
-    assert len(pmb.plot_scatter_submodels(vi).axes) >= 6  # a panel per submodel and output
+    assert len(pmb.plot_scatter_submodels(vi)) == 6  # a panel per submodel and output
     assert len(pmb.plot_pdp([mu1, mu2], X, var_idx=[0], samples=5)) == 2
     with pytest.raises(ValueError, match="one-output"):
         with pm.Model():
             w = pmb.BART("w", X, X[:, 0], m=2, shape=(2, 40))
             pmb.compute_variable_importance(idata, [w], X)
+
+
+def test_pymc_barts_call_forms_positional_and_keyword(fitted):
+    """The review's cases: pymc-bart's positional orders, X by keyword, plots that pyplot can show, and a
+    variable-first plot that will not guess between two fits of one name."""
+    import matplotlib.pyplot as plt
+
+    X, idata, mu = fitted["X"], fitted["idata"], fitted["mu"]
+    with pm.Model() as model:
+        pass
+    shares, labels = pmb.get_variable_inclusion(idata, X, model)
+    assert isinstance(labels, list) and shares.shape == (3,)
+    keyword = pmb.get_variable_inclusion(idata, X=X)  # pymc-bart's call with X by keyword: its tuple
+    np.testing.assert_array_equal(keyword[0], shares)
+    a = pmb.compute_variable_importance(idata, mu, X, model, samples=5, random_seed=0)
+    b = pmb.compute_variable_importance(idata, mu, X=X, samples=5, random_seed=0)
+    np.testing.assert_array_equal(a["r2_mean"], b["r2_mean"])
+    with pytest.raises(TypeError, match="model must be a PyMC model"):
+        pmb.compute_variable_importance(idata, mu, X, "VI")
+    assert pmb.compute_variable_importance(idata, mu, X, samples=1000)["preds"].shape[1] == 1000  # > stored draws
+    plt.close("all")
+    pmb.plot_pdp(mu, X, fitted["Y"], var_idx=[0], samples=5)
+    assert plt.get_fignums()  # on pyplot: plt.show() and notebooks find it
+    with pytest.raises(TypeError, match="by keyword"):
+        pmb.plot_pdp(mu, X, fitted["Y"], "linear")
+    other = idata.copy()
+    with pytest.raises(ValueError, match="2 InferenceData objects"):
+        pmb.plot_ice(mu, X, var_idx=[0], samples=5)
+    del other
+    assert len(pmb.plot_ice(mu, X, var_idx=[0], samples=5)) == 1
