@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 from matplotlib.figure import Figure
 
-from .diagnostics import choose_draws, coded_for, get_variable_inclusion, tree_size_trace
+from .diagnostics import _labels, choose_draws, coded_for, get_variable_inclusion, tree_size_trace
 from .trace import CodedX, check_new_X, predict
 
 __all__ = [
@@ -422,15 +422,6 @@ def _evaluated(X):
     return X.eval() if hasattr(X, "eval") and hasattr(X, "type") and not hasattr(X, "columns") else X
 
 
-def _names(X, labels, p: int) -> list[str]:
-    """Panel labels: ``labels``, else a DataFrame's columns, else ``x0, x1, ...``."""
-    if labels is not None:
-        return [str(v) for v in labels]
-    if hasattr(X, "columns"):
-        return [str(c) for c in X.columns]
-    return [f"x{v}" for v in range(p)]
-
-
 def plot_pdp(idata, X, var_name: str | None = None, var_idx: Sequence | None = None, grid_points: int = 20,
              func: Callable | None = None, samples: int | None = None, hdi_prob: float = 0.94, labels=None,
              random_seed=None, ax=None, backend: str | None = None, figsize=None, *, Y=None, xs_interval=None,
@@ -478,7 +469,7 @@ def plot_pdp(idata, X, var_name: str | None = None, var_idx: Sequence | None = N
     smooth = theirs if smooth is None else smooth
     alpha = (0.1 if theirs else 0.3) if alpha is None else alpha
     X = _evaluated(X)
-    names = _names(X, labels, np.shape(X)[1] if np.ndim(X) == 2 else 1)
+    names = _labels(np.shape(X)[1] if np.ndim(X) == 2 else 1, labels, X)
     X, cat = check_new_X(X if call.bartrv is None else coded_for(call.bartrv, X), None, with_categories=True)
     var_idx = _check_var_idx(var_idx, X.shape[1])
     discrete = set(int(v) for v in (var_discrete or ()))
@@ -578,7 +569,7 @@ def plot_ice(idata, X, var_name: str | None = None, var_idx: Sequence[int] | Non
     alpha = (0.1 if theirs else 0.3) if alpha is None else alpha
     color_mean = (color if theirs else "k") if color_mean is None else color_mean
     X = _evaluated(X)
-    names = _names(X, labels, np.shape(X)[1] if np.ndim(X) == 2 else 1)
+    names = _labels(np.shape(X)[1] if np.ndim(X) == 2 else 1, labels, X)
     X, cat = check_new_X(X if call.bartrv is None else coded_for(call.bartrv, X), None, with_categories=True)
     var_idx = _check_var_idx(var_idx, X.shape[1])
     if isinstance(instances, bool) or not isinstance(instances, (int, np.integer)) or instances < 1:
