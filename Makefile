@@ -9,8 +9,8 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # any other test recompiles nothing
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -l njit tests/*.py) | sort) | sha1sum | cut -c1-12)
 
-.PHONY: demo test docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
-	bench-routes bench-scale-readme bench-smctree \
+.PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
+	bench-routes bench-scale-readme bench-smctree bench-verify-raw \
 	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
@@ -34,6 +34,12 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20
 	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -n 2 --dist worksteal -m boundscheck
 
+# the contributor's loop: lint, then every test not marked slow (about 4 minutes on a warm 2-core machine);
+# the statistical tests marked slow run in `make test` and CI
+check: $(STAMP)
+	$(PY) -m ruff check pymc_treesamplers tests benchmarks scripts
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow"
+
 # the documentation site (MkDocs, strict: a warning fails the build) into build/site
 $(VENV)/.docs-installed: $(STAMP)
 	$(PY) -m pip install -q -e ".[test,docs]"
@@ -44,7 +50,7 @@ docs: $(VENV)/.docs-installed
 	$(PY) -m mkdocs build
 
 lint: $(STAMP)
-	$(PY) -m ruff check pymc_treesamplers tests benchmarks
+	$(PY) -m ruff check pymc_treesamplers tests benchmarks scripts
 
 $(VENV)/.bench-installed: $(STAMP)
 	$(PY) -m pip install -q -e ".[test,bench]"
@@ -56,9 +62,18 @@ bench: $(VENV)/.bench-installed
 bench-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.friedman --quick --out docs/benchmarks-quick.md
 
-# rebuild every benchmark report in docs/ from its saved JSON (no sampling)
+# Every bench target that samples measures and writes its report only from a clean tree (no local changes to
+# pymc_treesamplers/, benchmarks/ outside results/, pyproject.toml; see `git status`); BENCH_ALLOW_DIRTY=1
+# writes it anyway, its git state marked -dirty. Draws and traces go to ignored benchmarks/results/**/raw/.
+
+# rebuild every benchmark report in docs/ from its saved JSON (no sampling, so a dirty tree is fine)
 bench-render: $(STAMP)
 	$(PY) -m benchmarks.harness
+
+# check the raw draws and traces kept outside git against the sha256 their saved JSON records (a missing one:
+# the command that regenerates it)
+bench-verify-raw: $(STAMP)
+	$(PY) -m benchmarks.harness --verify-raw
 
 # this checkout against another one: make bench-speed BEFORE=/path/to/old/checkout [REPEATS=3]
 bench-speed: $(VENV)/.bench-installed

@@ -13,8 +13,8 @@ import pymc as pm
 from . import diagnostics, distributed, plots
 from .bart import BART
 from .diagnostics import compute_variable_importance, get_variable_inclusion, vi_to_kulprit
+from .engine.splitprior import DirichletSplitPrior
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
-from .noise import chipman_sigma2_prior
 from .plots import (
     plot_convergence,
     plot_dependence,
@@ -24,16 +24,15 @@ from .plots import (
     plot_variable_importance,
     plot_variable_inclusion,
 )
-from .predictive import sample_posterior_predictive
+from .predictive import predict, sample_posterior_predictive
+from .sigma_prior import chipman_sigma2_prior
 from .smctree import SMCTreeClassifier, SMCTreeRegressor
 from .split_rules import ContinuousSplitRule, OneHotSplitRule, SubsetSplitRule
-from .splitprior import DirichletSplitPrior
 from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
-from .steps.noise import NormalScaleGibbs
 from .steps.pg import PGBART, PGBARTStep
 from .steps.reshape import ReshapeStep
-from .trace import predict
+from .steps.scale import NormalScaleGibbs
 
 __all__ = [
     "BART",

@@ -20,9 +20,9 @@ from pytensor.tensor.variable import TensorConstant
 
 from .binning import SPLIT_POINTS, covariate_matrix, number_labels, numeric_array, split_columns
 from .callers import calling_model, check_route, inside_posterior_predictive
-from .prior import sample_prior_tree
+from .engine.prior import sample_prior_tree
+from .engine.splitprior import DirichletSplitPrior, prior_split_weights
 from .split_rules import split_rule_kind
-from .splitprior import DirichletSplitPrior, prior_split_weights
 
 __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 

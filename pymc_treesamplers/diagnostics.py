@@ -319,7 +319,7 @@ def f_convergence(idata, var_name: str = "mu", rows: Sequence[int] | None = None
     np.True_
     """
     if X is not None:
-        from .trace import predict
+        from .predictive import predict
 
         draws = predict(idata, X, var_name)
     else:
@@ -407,7 +407,7 @@ def coded_for(bartrv, X):
     ``"OneHotSplit"`` rule reads as labels, held as numbers (in an array or a DataFrame), are coded as the
     variable's trees read them (a variable without such columns takes X as it is)."""
     from .binning import covariate_matrix, number_labels
-    from .trace import CodedX
+    from .predictive import CodedX
 
     op = (bartrv[0] if isinstance(bartrv, (list, tuple)) else bartrv).owner.op
     if not op.number_categories:
@@ -450,7 +450,7 @@ def compute_variable_importance(idata, bartrv=None, X=None, model=None, method: 
 
     >>> # vi = pmt.compute_variable_importance(idata, X, "mu"); vi["r2_mean"]
     """
-    from .trace import check_new_X, predict
+    from .predictive import check_new_X, predict
 
     if bartrv is not None and _bart_variable_names(bartrv) is None:  # our form: (idata, X, "mu", ...)
         if X is not None and not isinstance(X, (str, list, tuple)):

@@ -1,6 +1,7 @@
-"""Plots of a BART fit, from the InferenceData alone (matplotlib; each returns its Figure, except where
-pymc-bart's call returns Axes: ``plot_variable_importance``, ``plot_scatter_submodels`` and the
-variable-first forms of the partial-dependence plots, drawn on pyplot figures as pymc-bart's are).
+"""Plots of a BART fit, from the InferenceData alone (matplotlib, on pyplot figures as ArviZ's and
+pymc-bart's are; each returns its Figure, except where pymc-bart's call returns Axes:
+``plot_variable_importance``, ``plot_scatter_submodels`` and the variable-first forms of the
+partial-dependence plots).
 
 Names and arguments follow pymc-bart's where they mean the same (``plot_variable_inclusion``,
 ``plot_variable_importance``, ``plot_scatter_submodels``, ``plot_pdp``, ``plot_ice``); every
@@ -20,7 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .diagnostics import _labels, choose_draws, coded_for, get_variable_inclusion, tree_size_trace
-from .trace import CodedX, check_new_X, predict
+from .predictive import CodedX, check_new_X, predict
 
 __all__ = [
     "find_fit",
@@ -37,18 +38,16 @@ __all__ = [
 ]
 
 
-def _figure(figsize, pyplot: bool = False) -> Figure:
-    """A new Figure: outside pyplot's state (safe in scripts and tests: this package's own calls, which
-    return it), or through pyplot where a call returns Axes as pymc-bart's do (``plt.show()`` and a
-    notebook then find the figure)."""
-    if pyplot:
-        import matplotlib.pyplot as plt
+def _figure(figsize) -> Figure:
+    """A new Figure through pyplot, as ArviZ's and pymc-bart's plots make theirs: a notebook shows it (a
+    Figure made outside pyplot shows as its repr in a kernel that has not imported pyplot) and
+    ``plt.show()`` finds it."""
+    import matplotlib.pyplot as plt
 
-        return plt.figure(figsize=figsize, layout="constrained")
-    return Figure(figsize=figsize, layout="constrained")
+    return plt.figure(figsize=figsize, layout="constrained")
 
 
-def _axes(ax, n: int = 1, ncols: int | None = None, figsize=None, pyplot: bool = False):
+def _axes(ax, n: int = 1, ncols: int | None = None, figsize=None):
     """``n`` Axes: the ones given, or a new Figure's grid (:func:`_figure`)."""
     if ax is not None:
         axes = np.atleast_1d(ax).ravel()
@@ -57,7 +56,7 @@ def _axes(ax, n: int = 1, ncols: int | None = None, figsize=None, pyplot: bool =
         return axes[0].figure, axes
     ncols = ncols or min(n, 3)
     nrows = -(-n // ncols)
-    fig = _figure(figsize or (4.0 * ncols, 3.2 * nrows), pyplot)
+    fig = _figure(figsize or (4.0 * ncols, 3.2 * nrows))
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     for extra in axes[n:]:
         extra.set_visible(False)
@@ -98,7 +97,7 @@ def plot_variable_inclusion(idata, var_name: str | None = None, labels: Sequence
     var_name = _one_bart(idata, var_name)
     kw = {"color": "k", "marker": "o", "ls": "-", "rotation": None} | dict(plot_kwargs or {})
     inc = get_variable_inclusion(idata, var_name, labels=labels, X=X)
-    fig, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.6 * len(inc)), 3.2), pyplot=theirs)
+    fig, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.6 * len(inc)), 3.2))
     pos = np.arange(len(inc))
     axis.bar(pos, inc["inclusion"], color="C0", alpha=0.6, label="all chains")
     axis.plot(pos, inc["inclusion"], color=kw["color"], ls=kw["ls"], lw=0.8, alpha=0.6)
@@ -188,7 +187,7 @@ def plot_variable_importance(vi_results: dict, submodels: Sequence[int] | None =
           "rotation": 45} | dict(plot_kwargs or {})
     submodels, labels = _submodels(vi_results, submodels, labels)
     r2, hdi = np.asarray(vi_results["r2_mean"])[submodels], np.asarray(vi_results["r2_hdi"])[submodels]
-    _, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.7 * len(r2)), 3.4), pyplot=True)
+    _, (axis,) = _axes(ax, figsize=figsize or (max(4.0, 0.7 * len(r2)), 3.4))
     pos = np.arange(len(r2))
     axis.errorbar(pos, r2, yerr=[np.clip(r2 - hdi[:, 0], 0, None), np.clip(hdi[:, 1] - r2, 0, None)],
                   fmt=kw["marker_r2"] + "-", color=kw["color_r2"], mfc=kw["marker_fc_r2"], capsize=3)
@@ -223,7 +222,7 @@ def plot_scatter_submodels(vi_results: dict, func: Callable | None = None, submo
     outputs = full.shape[1] if full.ndim == 2 else 1
     full = full.reshape(full.shape[0], outputs)
     panels = [(s, lab, o) for s, lab in zip(submodels, labels, strict=True) for o in range(outputs)]
-    _, axes = _axes(ax, len(panels), ncols=_grid_cols(grid, len(panels)), figsize=figsize, pyplot=True)
+    _, axes = _axes(ax, len(panels), ncols=_grid_cols(grid, len(panels)), figsize=figsize)
     for axis, (s, lab, o) in zip(axes, panels, strict=False):
         sub = preds[s].mean(axis=0).reshape(full.shape[0], outputs)[:, o]
         axis.plot(sub, full[:, o], kw["marker_scatter"], alpha=kw["alpha_scatter"], color=kw["color_scatter"])
@@ -389,14 +388,14 @@ def find_fit(bartrv):
     return found[0][2]
 
 
-def _layout(ax, n: int, grid, sharey, figsize, pyplot: bool = False):
+def _layout(ax, n: int, grid, sharey, figsize):
     """Figure and ``n`` Axes for per-covariate panels: pymc-bart's ``grid`` and ``sharey``, or ours."""
     if ax is not None:
         return _axes(ax, n)
     ncols = _grid_cols(grid, n)
     ncols = ncols or min(n, 3)
     nrows = -(-n // ncols)
-    fig = _figure(figsize or (4.0 * ncols, 3.2 * nrows), pyplot)
+    fig = _figure(figsize or (4.0 * ncols, 3.2 * nrows))
     share = {True: True, False: False, "none": False, "all": True, "row": "row", "col": "col"}.get(sharey, sharey)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharey=share)).ravel()
     for extra in axes[n:]:
@@ -489,7 +488,7 @@ def plot_pdp(idata, X, var_name: str | None = None, var_idx: Sequence | None = N
     per_output = call.pymc_bart and outputs > 1
     panels = [(v, o) for v in var_idx for o in (range(outputs) if per_output and not isinstance(v, (tuple, list))
                                                  else [None])]
-    fig, axes = _layout(ax, len(panels), grid, sharey, figsize, pyplot=call.pymc_bart)
+    fig, axes = _layout(ax, len(panels), grid, sharey, figsize)
     ref = np.mean([c.mean() for _, c in computed.values()]) if computed else None
     for axis, (v, o) in zip(axes, panels, strict=False):
         if isinstance(v, (tuple, list)):
@@ -589,7 +588,7 @@ def plot_ice(idata, X, var_name: str | None = None, var_idx: Sequence[int] | Non
         computed[v] = (grid_v, f - f[:1] if centered else f)
     outputs = next(iter(computed.values()))[1].shape[1]
     panels = [(v, o) for v in var_idx for o in (range(outputs) if call.pymc_bart else [0])]
-    fig, axes = _layout(ax, len(panels), grid, sharey, figsize, pyplot=call.pymc_bart)
+    fig, axes = _layout(ax, len(panels), grid, sharey, figsize)
     for axis, (v, o) in zip(axes, panels, strict=False):
         grid_v, f = computed[v]
         f = f[:, o]

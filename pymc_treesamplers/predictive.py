@@ -1,4 +1,8 @@
-"""Posterior predictive sampling through PyMC with draw-matched BART values on the current data.
+"""Predictions from the forests stored in the trace: ``predict(idata, X)`` and posterior predictive sampling.
+
+The stored trees (storage.py) are walked at new covariates in one compiled loop over all draws
+(:func:`predict`). Posterior predictive sampling through PyMC uses them for draw-matched BART values on
+the current data:
 
 PyMC 6 keeps a traced random variable at its trace value unless it is listed in ``sample_vars``,
 and regenerates a listed one from its distribution: for a BART variable that is the tree prior.
@@ -12,15 +16,317 @@ trees.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numba
 import numpy as np
 import pymc as pm
 import xarray as xr
 from pymc.model import modelcontext
 
 from .bart import BARTRV, bart_covariates
-from .trace import CodedX, predict
+from .binning import covariate_matrix
+from .storage import ForestFormatError, as_text, blob_trees, decode_trace
 
-__all__ = ["sample_posterior_predictive"]
+__all__ = ["CodedX", "check_new_X", "predict", "sample_posterior_predictive"]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _subtree_sizes(var, start, end, size):
+    """``size[k]``: the number of nodes of node ``k``'s subtree, for the preorder tree ``var[start:end]``."""
+    for k in range(end - 1, start - 1, -1):
+        if var[k] < 0:
+            size[k] = 1
+        else:
+            size[k] = 1 + size[k + 1] + size[k + 1 + size[k + 1]]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _goes_left(X, i, v, t, cat0):
+    """Whether row ``i`` goes left at a split on column ``v`` of X with value ``t``: ``x <= t``, or, for
+    ``v >= cat0`` (a category split), the row's category is another one."""
+    if v >= cat0:
+        return X[i, v] != t
+    return X[i, v] <= t
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _leaf_of(var, val, size, X, i, k, cat0):
+    """The leaf that row ``i`` of ``X`` reaches from the root ``k`` of a preorder tree."""
+    while var[k] >= 0:
+        if _goes_left(X, i, var[k], val[k], cat0):
+            k = k + 1
+        else:
+            k = k + 1 + size[k + 1]
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def predict_preorder(counts, var, val, X, out, cat0):
+    """Sum of the encoded trees at the rows of ``X`` (trees added in order, as in training); splits on
+    columns ``>= cat0`` are category splits.
+
+    Trusts its input: the trees must have passed the checks of :func:`decode_trace`.
+    """
+    n = X.shape[0]
+    out[:] = 0.0
+    size = np.empty(var.shape[0], dtype=np.int64)
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        _subtree_sizes(var, start, end, size)
+        for i in range(n):
+            out[i] += val[_leaf_of(var, val, size, X, i, start, cat0)]
+        start = end
+
+
+@numba.njit(cache=True, nogil=True)
+def leaf_positions(counts, var, val, X, out, cat0):
+    """``out[j, i]``: the preorder position (in ``var``) of the leaf of tree ``j`` that row ``i`` of
+    ``X`` reaches; ``val`` holds the thresholds of the split nodes (category codes from ``cat0``)."""
+    size = np.empty(var.shape[0], dtype=np.int64)
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        _subtree_sizes(var, start, end, size)
+        for i in range(X.shape[0]):
+            out[j, i] = _leaf_of(var, val, size, X, i, start, cat0)
+        start = end
+
+
+@numba.njit(cache=True, nogil=True)
+def weighted_leaf_sum(counts, var, val, weights, values, X, out, cat0):
+    """``out[i] = sum_j weights[j] * values[leaf_j(i)]``: a weighted average over preorder trees of
+    per-leaf vectors (``values`` has a row per node; only the leaves' rows are read)."""
+    size = np.empty(var.shape[0], dtype=np.int64)
+    out[:] = 0.0
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        _subtree_sizes(var, start, end, size)
+        for i in range(X.shape[0]):
+            k = _leaf_of(var, val, size, X, i, start, cat0)
+            for f in range(values.shape[1]):
+                out[i, f] += weights[j] * values[k, f]
+        start = end
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _predict_trace(raw, firsts, X, out):
+    """``out[k] =`` the forest of the validated blob starting at byte ``firsts[k]``, at the rows of
+    ``X = [X, -X, X]`` (:func:`_extended`)."""
+    cat0 = 2 * (X.shape[1] // 3)
+    for k in numba.prange(firsts.shape[0]):
+        counts, var, val = blob_trees(raw, firsts[k])
+        predict_preorder(counts, var, val, X, out[k], cat0)
+
+
+@numba.njit(cache=True, nogil=True)
+def predict_preorder_marginal(counts, var, val, X_train, excluded, X, out):
+    """Sum of the encoded trees at the rows of ``X`` (``[X, -X, X]``, :func:`_extended`) with the
+    covariates flagged in ``excluded`` marginalised out: at a split on one of them both children
+    contribute, weighted by the shares of the training rows ``X_train`` that went each way (pymc-bart's
+    submodels, Friedman's partial dependence by tree weights). With nothing excluded it is :func:`predict_preorder`.
+    """
+    out[:] = 0.0
+    cat0 = 2 * (X.shape[1] // 3)
+    total = var.shape[0]
+    size = np.empty(total, dtype=np.int64)
+    n_rows = np.zeros(total)
+    stack = np.empty(total, dtype=np.int64)
+    weight = np.empty(total)
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        _subtree_sizes(var, start, end, size)
+        for i in range(X_train.shape[0]):  # training rows per node
+            k = start
+            n_rows[k] += 1.0
+            while var[k] >= 0:
+                k = k + 1 if _goes_left(X_train, i, var[k], val[k], cat0) else k + 1 + size[k + 1]
+                n_rows[k] += 1.0
+        for i in range(X.shape[0]):
+            top = 0
+            stack[0] = start
+            weight[0] = 1.0
+            while top >= 0:
+                k = stack[top]
+                w = weight[top]
+                top -= 1
+                if var[k] < 0:
+                    out[i] += w * val[k]
+                    continue
+                left = k + 1
+                right = k + 1 + size[k + 1]
+                if excluded[var[k]]:
+                    both = n_rows[left] + n_rows[right]
+                    share = n_rows[left] / both if both > 0 else 0.5
+                    stack[top + 1] = left
+                    weight[top + 1] = w * share
+                    stack[top + 2] = right
+                    weight[top + 2] = w * (1.0 - share)
+                    top += 2
+                else:
+                    top += 1
+                    stack[top] = left if _goes_left(X, i, var[k], val[k], cat0) else right
+                    weight[top] = w
+        start = end
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _predict_trace_marginal(raw, firsts, X_train, excluded, X, out):
+    """:func:`_predict_trace` with covariates marginalised out (:func:`predict_preorder_marginal`)."""
+    for k in numba.prange(firsts.shape[0]):
+        counts, var, val = blob_trees(raw, firsts[k])
+        predict_preorder_marginal(counts, var, val, X_train, excluded, X, out[k])
+
+
+class CodedX(NamedTuple):
+    """Covariates already checked and coded by :func:`check_new_X`: the float matrix (category codes in
+    its categorical columns) and the indices of the unordered categorical columns. :func:`predict`
+    takes it as it is, so code that edits the covariates (partial dependence) keeps the categories."""
+
+    values: np.ndarray
+    categorical: tuple
+
+
+def check_new_X(X_new, p: int | None, with_categories: bool = False):
+    """Validate covariates for prediction: numeric (a DataFrame may hold category and string columns:
+    :func:`~pymc_treesamplers.binning.covariate_matrix`), 2-D, right number of columns, no inf (NaN:
+    missing). With ``with_categories`` returns a :class:`CodedX` (values and categorical columns)."""
+    X, categorical = X_new if isinstance(X_new, CodedX) else covariate_matrix(X_new, "X_new")
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise ValueError(f"X_new must be a 2-D matrix, got {X.ndim} dimensions")
+    if p is not None and X.shape[1] != p:
+        raise ValueError(f"X_new has {X.shape[1]} columns but the model was fit with {p}")
+    if np.isinf(X).any():
+        raise ValueError("X_new contains inf: every covariate value must be finite (or NaN for a missing value)")
+    X = np.ascontiguousarray(X)
+    return CodedX(X, tuple(categorical)) if with_categories else X
+
+
+def _extended(X: np.ndarray) -> np.ndarray:
+    """``[X, -X, X]``: the columns the stored split variables index (``[p, 2p)``: a split on ``-x``,
+    ``[2p, 3p)``: a category split, read by equality)."""
+    return np.ascontiguousarray(np.hstack([X, -X, X]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _used_vars(raw, firsts, used):
+    """``used[v]``: whether any forest of the validated blobs at ``firsts`` splits on stored variable ``v``."""
+    for k in range(firsts.shape[0]):
+        _, var, _ = blob_trees(raw, firsts[k])
+        for q in range(var.shape[0]):
+            if var[q] >= 0:
+                used[var[q]] = True
+
+
+def _check_categories(raw, firsts, p: int, categorical: tuple) -> None:
+    """A covariate the forests split on as categories must be categorical in X_new, and one they split
+    on as a number must not: else every row would silently take one side."""
+    used = np.zeros(3 * p, dtype=np.bool_)
+    _used_vars(raw, firsts, used)
+    as_category = set(np.flatnonzero(used[2 * p:]).tolist())
+    as_number = set(np.flatnonzero(used[:p] | used[p:2 * p]).tolist())
+    if missing := sorted(as_category - set(categorical)):
+        raise TypeError(f"X_new column(s) {missing} hold numbers, but the model split them as categories: pass "
+                        "them as in training (a pandas category or string column of a DataFrame; for columns given "
+                        "split_rules 'OneHotSplit', a category column of those numbers)")
+    if wrong := sorted(as_number & set(categorical)):
+        raise TypeError(f"X_new column(s) {wrong} hold categories, but the model split them as numbers: pass "
+                        "them as in training")
+
+
+def _split_outputs(enc: np.ndarray) -> tuple[list, int]:
+    """Each draw's forests (one per output, comma-separated) in one flat list, and the number of
+    outputs (the same in every draw, else a :class:`ForestFormatError` naming the draw)."""
+    parts, k = [], None
+    for d, t in enumerate(enc):
+        try:
+            pieces = as_text(t).split(",")
+        except TypeError:
+            pieces = [t]  # decode_trace says what is wrong with it
+        if k is None:
+            k = len(pieces)
+        elif len(pieces) != k:
+            raise ForestFormatError(f"corrupted pymc_treesamplers forest: {len(pieces)} outputs, the first draw "
+                                    f"has {k}", d)
+        parts.extend(pieces)
+    return parts, k or 1
+
+
+def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, draws=None) -> np.ndarray:
+    """Draw-matched values of a BART variable at new covariates, from the trace alone.
+
+    Returns an array of shape (chain, draw, n_new), or (chain, draw, k, n_new) for a BART with k
+    outputs (``shape=(k, n)``): draw d of chain c uses exactly the forests that produced posterior
+    draw (c, d). Works after ``to_netcdf``/``from_netcdf``. Every stored forest is validated first
+    (see the module docstring): a corrupted or foreign one raises :class:`ForestFormatError` (a
+    ``ValueError``) naming its (chain, draw).
+
+    ``exclude``: covariate indices to marginalise out (each split on one of them weighs both children
+    by the shares of the training rows ``X_train`` that went each way; :func:`predict_preorder_marginal`),
+    the submodels of variable importance. ``draws``: flat indices ``chain * n_draw + draw`` of the draws
+    to predict, returned as ``(len(draws), [k,] n_new)`` instead.
+
+    >>> # f_new = pmt.predict(idata, X_test, "mu"); f_new.mean(axis=(0, 1))
+    """
+    stats = idata["sample_stats"] if "sample_stats" in idata.children else None
+    key = f"{var_name}_forest"
+    if stats is None or key not in stats:
+        raise ValueError(f"no encoded forest {key!r} in idata.sample_stats: was {var_name!r} sampled by a pmt step?")
+    da = stats[key]
+    enc = np.asarray(da.values)
+    if enc.ndim < 2 or enc.size != enc.shape[0] * enc.shape[1]:
+        raise ValueError(f"{key} must hold one encoded forest per (chain, draw), got shape {enc.shape}")
+    n_chain, n_draw = enc.shape[0], enc.shape[1]
+
+    def where(index):
+        c, d = divmod(index, n_draw)
+        chain = da[da.dims[0]].values[c] if da.dims[0] in da.coords else c
+        draw = da[da.dims[1]].values[d] if da.dims[1] in da.coords else d
+        return f"{key} of draw (chain {chain}, draw {draw})"
+
+    try:
+        texts, k = _split_outputs(enc.reshape(-1))
+        try:
+            p, raw, starts = decode_trace(texts)
+        except ForestFormatError as err:
+            raise ForestFormatError(err.reason, err.index // k) from None
+    except ForestFormatError as err:
+        raise ForestFormatError(err.reason, err.index, where(err.index)) from None
+    X, categorical = check_new_X(X_new, p, with_categories=True)
+    lead = (n_chain, n_draw)
+    if draws is not None:
+        draws = np.asarray(draws, dtype=np.int64).ravel()
+        if draws.size and not (0 <= draws.min() and draws.max() < n_chain * n_draw):
+            raise ValueError(f"draws must be flat indices in [0, {n_chain * n_draw})")
+        first = np.ascontiguousarray(starts[(draws[:, None] * k + np.arange(k)).ravel()])
+        lead = (draws.size,)
+    else:
+        first = np.ascontiguousarray(starts[:-1])
+    _check_categories(raw, first, p, categorical)
+    out = np.empty((first.shape[0], X.shape[0]))
+    if exclude is None or len(exclude) == 0:
+        _predict_trace(raw, first, _extended(X), out)
+    else:
+        mask = np.zeros(3 * p, dtype=np.bool_)
+        exclude = np.asarray(exclude, dtype=np.int64)
+        if exclude.min() < 0 or exclude.max() >= p:
+            raise ValueError(f"exclude must hold covariate indices in [0, {p})")
+        mask[exclude] = True
+        mask[exclude + p] = True
+        mask[exclude + 2 * p] = True
+        if X_train is None:
+            raise ValueError("exclude needs X_train, the training covariates (to weigh both sides of a split)")
+        _predict_trace_marginal(raw, first, _extended(check_new_X(X_train, p)), mask, _extended(X), out)
+    post = idata["posterior"] if "posterior" in idata.children else None
+    several = k > 1 or (post is not None and var_name in post and post[var_name].ndim == 4)
+    return out.reshape(*lead, k, X.shape[0]) if several else out.reshape(*lead, X.shape[0])
+
+__all__ = ["CodedX", "check_new_X", "predict", "sample_posterior_predictive"]
 
 
 def _bart_vars(model, idata) -> list:

@@ -4,7 +4,7 @@ scikit-learn estimators: :class:`SMCTreeClassifier` and :class:`SMCTreeRegressor
 The model is one tree with the Chipman et al. (1998) prior of the package (``alpha``, ``beta``,
 splits on the coded covariates of :mod:`.binning`) and conjugate leaves integrated out
 (:mod:`.leaves`): Dirichlet-multinomial for classes, Normal-inverse-gamma (mean and variance per
-leaf) for a response. Each of ``n_islands`` independent particle filters (:mod:`.kernels.islands`,
+leaf) for a response. Each of ``n_islands`` independent particle filters (:mod:`.engine.updates.islands`,
 the SMC core that Particle Gibbs also runs) grows ``n_particles`` trees top-down and returns them
 weighted, with an unbiased estimate of the marginal likelihood ``p(y | X)``.
 
@@ -32,11 +32,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .binning import bin_columns
-from .kernels import islands, smc
-from .leaves import class_counts, n_stats, ng_posteriors, normal_gamma
-from .noise import chipman_sigma2_prior
-from .records import TreePrior, split_data
-from .trace import encode_preorder, leaf_positions, weighted_leaf_sum
+from .engine import smc
+from .engine.leaves import class_counts, n_stats, ng_posteriors, normal_gamma
+from .engine.records import TreePrior, split_data
+from .engine.updates import islands
+from .predictive import leaf_positions, weighted_leaf_sum
+from .sigma_prior import chipman_sigma2_prior
+from .storage import encode_preorder
 
 _PROPOSALS = {"prior": smc.PROPOSAL_PRIOR, "empirical": smc.PROPOSAL_EMPIRICAL, "optimal": smc.PROPOSAL_OPTIMAL}
 _EXPANSIONS = {"node": smc.EXPANSION_NODE, "layer": smc.EXPANSION_LAYER}

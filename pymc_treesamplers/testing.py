@@ -3,7 +3,7 @@
 :class:`LazyGaussian` is exact Gaussian pseudo-data whose proposals the driver keeps only with
 probability ``keep``. A lazy version of an exact kernel is exact, so a sampler run with it must still
 match the exact posterior, and with ``keep = 0`` every tree must stay as it was: it exercises the
-reject path of :func:`pymc_treesamplers.kernels.driver.sweep` that the exact Gaussian working model
+reject path of :func:`pymc_treesamplers.engine.driver.sweep` that the exact Gaussian working model
 never takes. It lives in the package, not in a test file, because numba's on-disk cache of the
 driver records the record types it was compiled for and must be able to import them again.
 
@@ -23,12 +23,12 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .augment import Augmented, pg1
-from .kernels.driver import register_likelihood
-from .kernels.families import FamilyLik, _scatter_leaves, family_pseudo, loglink_row, row_loglik
-from .kernels.families import _propose_leaves as propose_leaves
-from .records import Pseudo
-from .tree import add_tree
+from .engine.driver import register_likelihood
+from .engine.records import Pseudo
+from .engine.tree import add_tree
+from .routes.augment import Augmented, pg1
+from .routes.families import FamilyLik, _scatter_leaves, family_pseudo, loglink_row, row_loglik
+from .routes.families import _propose_leaves as propose_leaves
 
 __all__ = ["LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented", "untilted_augment_pseudo"]
 
@@ -56,7 +56,7 @@ register_likelihood(LazyGaussian, _pseudo, _accept)
 
 # FamilyLik's fields under another type, so the driver dispatches to the deliberately wrong accept
 UncorrectedFamily = NamedTuple("UncorrectedFamily", list(FamilyLik.__annotations__.items()))
-UncorrectedFamily.__doc__ = """:class:`~pymc_treesamplers.kernels.families.FamilyLik` whose accept step
+UncorrectedFamily.__doc__ = """:class:`~pymc_treesamplers.routes.families.FamilyLik` whose accept step
 drops the working likelihood from the ratio: a deliberately wrong correction, which exactness tests
 must detect."""
 
@@ -86,7 +86,7 @@ register_likelihood(UncorrectedFamily, family_pseudo, _uncorrected_accept)
 
 # FamilyLik's fields again, for the log-link route's deliberately wrong correction
 LikelihoodOnlyLogLink = NamedTuple("LikelihoodOnlyLogLink", list(FamilyLik.__annotations__.items()))
-LikelihoodOnlyLogLink.__doc__ = """:class:`~pymc_treesamplers.kernels.families.FamilyLik` on the log-link route whose
+LikelihoodOnlyLogLink.__doc__ = """:class:`~pymc_treesamplers.routes.families.FamilyLik` on the log-link route whose
 accept step uses the likelihood ratio alone, dropping the leaves' prior, their proposal density and the Laplace
 marginals: a deliberately wrong correction, which exactness tests must detect."""
 
@@ -115,14 +115,14 @@ register_likelihood(LikelihoodOnlyLogLink, family_pseudo, _likelihood_only_accep
 
 # Augmented's fields under another type: the test chains draw its latents with the wrong draw below
 UntiltedAugmented = NamedTuple("UntiltedAugmented", list(Augmented.__annotations__.items()))
-UntiltedAugmented.__doc__ = """:class:`~pymc_treesamplers.augment.Augmented` whose Polya-Gamma latents are drawn
+UntiltedAugmented.__doc__ = """:class:`~pymc_treesamplers.routes.augment.Augmented` whose Polya-Gamma latents are drawn
 without their tilt, ``PG(N, 0)`` instead of ``PG(N, eta)``: a deliberately wrong augmentation, which exactness
 tests must detect."""
 
 
 @numba.njit(cache=True, nogil=True)
 def untilted_augment_pseudo(rng, aug, f, z, w):
-    """:func:`~pymc_treesamplers.augment.augment_pseudo` for ``LOGIT2`` with ``omega ~ PG(N, 0)``."""
+    """:func:`~pymc_treesamplers.routes.augment.augment_pseudo` for ``LOGIT2`` with ``omega ~ PG(N, 0)``."""
     for i in range(f.shape[0]):
         omega = 0.0
         for _ in range(aug.trials[i]):

@@ -1,10 +1,10 @@
 """Run a step's own sweep over many iterations on fixed pseudo-data, inside numba.
 
 Used by the exactness tests so that 10^6 tree updates on tiny data take about a second. The chain
-calls the same driver (``kernels.driver.sweep``) with the same scratch record the step methods use,
+calls the same driver (``engine.driver.sweep``) with the same scratch record the step methods use,
 built by the step class itself from its options (a model without likelihood is enough for that);
 only the outer loop and the fixed pseudo-data are test code. With a likelihood record of another
-observation model (:class:`~pymc_treesamplers.kernels.families.FamilyLik`) the record itself is
+observation model (:class:`~pymc_treesamplers.routes.families.FamilyLik`) the record itself is
 what the sweep sees, as in the step.
 """
 
@@ -17,15 +17,15 @@ from exact import partition_key
 from numba.extending import overload
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.augment import Augmented, augment_pseudo
-from pymc_treesamplers.forest import Forest, forest_sum, init_roots
-from pymc_treesamplers.kernels.ct import CTScratch
-from pymc_treesamplers.kernels.driver import SWEEP_DONE, new_work, sweep
-from pymc_treesamplers.kernels.families import family_lik
-from pymc_treesamplers.layout import CUT, END, FALSE, LEFT, ROOT, START, VAR
-from pymc_treesamplers.records import Pseudo, TreePrior, split_data
+from pymc_treesamplers.engine.driver import SWEEP_DONE, new_work, sweep
+from pymc_treesamplers.engine.forest import Forest, forest_sum, init_roots
+from pymc_treesamplers.engine.nodes import CUT, END, FALSE, LEFT, ROOT, START, VAR
+from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
+from pymc_treesamplers.engine.tree import subtree_nodes
+from pymc_treesamplers.engine.updates.ct import CTScratch
+from pymc_treesamplers.routes.augment import Augmented, augment_pseudo
+from pymc_treesamplers.routes.families import family_lik
 from pymc_treesamplers.testing import UntiltedAugmented, untilted_augment_pseudo
-from pymc_treesamplers.tree import subtree_nodes
 
 # record types whose sweep input is Gaussian pseudo-data of latents drawn before each sweep, and their draw
 AUGMENTATIONS = {Augmented: augment_pseudo, UntiltedAugmented: untilted_augment_pseudo}

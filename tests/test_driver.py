@@ -1,7 +1,7 @@
 """The backfitting driver's own protocols: rejected proposals, and trees outgrowing the forest's arrays.
 
 The samplers' exactness is tested in tests/test_matrix.py; here, the two paths of
-kernels/driver.py that the Gaussian samplers do not take every sweep:
+engine/driver.py that the Gaussian samplers do not take every sweep:
 
 * the accept hook of a likelihood record (the exact Gaussian one always keeps the proposal): a
   record that keeps it with probability 1/2 must still give the exact posterior (a lazy version of
@@ -22,10 +22,10 @@ from trees import grow_random
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
-from pymc_treesamplers.forest import Forest, forest_sum, init_roots
-from pymc_treesamplers.kernels.driver import SWEEP_DONE, new_work, sweep
-from pymc_treesamplers.layout import CUT, END, FALSE, LEFT, PARENT, ROOT, START, VAR
-from pymc_treesamplers.records import TreePrior, split_data, tree_of
+from pymc_treesamplers.engine.driver import SWEEP_DONE, new_work, sweep
+from pymc_treesamplers.engine.forest import Forest, forest_sum, init_roots
+from pymc_treesamplers.engine.nodes import CUT, END, FALSE, LEFT, PARENT, ROOT, START, VAR
+from pymc_treesamplers.engine.records import TreePrior, split_data, tree_of
 from pymc_treesamplers.testing import LazyGaussian
 
 

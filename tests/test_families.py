@@ -9,7 +9,7 @@ tests/test_routes.py.
 The exact answer enumerates every tree of the tiny data set (tests/exact.py) with each leaf's
 marginal likelihood computed by quadrature over the leaf value, from scipy's log densities (not the
 package's). The chain is the step's own sweep with the likelihood record the step builds
-(``kernels.families.FamilyLik``), so each tree update is the sampler's working-model kernel plus
+(``routes.families.FamilyLik``), so each tree update is the sampler's working-model kernel plus
 the Metropolis-Hastings correction. Thresholds: the 99.9% quantile of the TV distance of iid
 multinomial samples of the same size, as everywhere.
 """
@@ -22,8 +22,8 @@ from kernel_chain import chain_draws
 from samplers import SAMPLERS
 from scipy import special, stats
 
-from pymc_treesamplers.kernels.families import ASYM_LAPLACE, LOGIT2, POISSON_LOG, PROBIT2, row_terms
-from pymc_treesamplers.kernels.graph import graph_lik, register_host
+from pymc_treesamplers.routes.families import ASYM_LAPLACE, LOGIT2, POISSON_LOG, PROBIT2, row_terms
+from pymc_treesamplers.routes.graph import graph_lik, register_host
 from pymc_treesamplers.testing import UncorrectedFamily
 
 CODES, R, _ = tiny_data(0)

@@ -1,6 +1,8 @@
 """docs/layout.md is the map of the code: every module it lists exists, every module is listed."""
 
+import ast
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,3 +28,49 @@ def test_layout_page_matches_the_package():
     actual = {str(p.relative_to(ROOT)) for p in (ROOT / "pymc_treesamplers").rglob("*.py")}
     actual -= {p for p in actual if p.endswith("__init__.py") and p != "pymc_treesamplers/__init__.py"}
     assert _listed() == actual
+
+
+
+def _imports(path: Path, text: str | None = None) -> set[str]:
+    """Absolute names of the modules a file imports (relative imports resolved from its package);
+    ``text``: the file's text, else read from ``path``."""
+    package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text() if text is None else text)):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            names.add(mod)
+            if not node.module:  # from . import a, b: the submodules
+                names.update(f"{mod}.{a.name}" for a in node.names)
+    return names
+
+
+def _outside_engine(names: set[str]) -> set[str]:
+    """The names an engine module may not import: not the standard library, numpy, numba or the engine."""
+    allowed = {"numpy", "numba", "__future__"} | set(sys.stdlib_module_names)
+    return {n for n in names if not (n == "pymc_treesamplers.engine" or n.startswith("pymc_treesamplers.engine.")
+                                     or n.split(".")[0] in allowed)}
+
+
+def test_the_engine_imports_numpy_and_numba_only():
+    """engine/ is the numba core: it may import the standard library, numpy, numba and itself, never PyMC,
+    PyTensor or another part of the package (which would bring them in)."""
+    files = sorted((ROOT / "pymc_treesamplers" / "engine").rglob("*.py"))
+    assert len(files) > 20
+    bad = {str(p.relative_to(ROOT)): sorted(_outside_engine(_imports(p))) for p in files}
+    assert not {k: v for k, v in bad.items() if v}
+
+
+def test_the_engine_check_catches_an_import_from_outside():
+    """The check fails on an engine file that imports PyMC, or the package outside the engine (relative
+    imports resolved), and passes one that imports a sibling."""
+    probe = ROOT / "pymc_treesamplers" / "engine" / "moves" / "growprune.py"
+    assert _outside_engine(_imports(probe, "import pymc as pm")) == {"pymc"}
+    assert _outside_engine(_imports(probe, "from pytensor.tensor import as_tensor")) == {"pytensor.tensor"}
+    assert _outside_engine(_imports(probe, "from ...bart import BART")) == {"pymc_treesamplers.bart"}
+    assert _outside_engine(_imports(probe, "from ... import predictive")) == {
+        "pymc_treesamplers", "pymc_treesamplers.predictive"}
+    assert _outside_engine(_imports(probe, "from ..rows import range_suff\nfrom . import cgm")) == set()

@@ -1,4 +1,5 @@
-"""The data-parallel prototype (pymc_treesamplers/mpi.py) is the package's grow/prune chain, over MPI ranks.
+"""The data-parallel prototype (pymc_treesamplers/experimental/mpi.py) is the package's grow/prune chain, over MPI
+ranks.
 
 * One process reproduces ``GrowPruneStep`` tree for tree (same seed, same data, sigma fixed).
 * Two ranks under ``mpirun`` reproduce the one-process chain: identical tree structures and split rules
@@ -27,7 +28,7 @@ import pytest
 import pymc_treesamplers as pmt
 from pymc_treesamplers.binning import split_columns
 from pymc_treesamplers.datasets import friedman1
-from pymc_treesamplers.mpi import Fit, Reducer, bin_rows, compare_fits, fit
+from pymc_treesamplers.experimental.mpi import Fit, Reducer, bin_rows, compare_fits, fit
 
 ROOT = Path(__file__).resolve().parent.parent
 RTOL = 1e-9
@@ -97,11 +98,12 @@ def _mpirun() -> list[str]:
 
 
 def _run_ranks(tmp_path, X, y, *options) -> tuple[subprocess.CompletedProcess, Path]:
-    """``mpirun -n 2 python -m pymc_treesamplers.mpi`` on X, y; the whole process group is killed on timeout."""
+    """``mpirun -n 2 python -m pymc_treesamplers.experimental.mpi`` on X, y; the whole process group is killed on
+    timeout."""
     data, out = tmp_path / "xy.npz", tmp_path / "draws.npz"
     np.savez(data, X=X, y=y)
-    cmd = _mpirun() + [sys.executable, "-m", "pymc_treesamplers.mpi", "--data", str(data), "--out", str(out),
-                       *options]
+    cmd = _mpirun() + [sys.executable, "-m", "pymc_treesamplers.experimental.mpi", "--data", str(data),
+                       "--out", str(out), *options]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
                             start_new_session=True)

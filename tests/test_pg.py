@@ -15,11 +15,11 @@ from exact import empirical, exact_partition_posterior, exact_partition_prior, t
 from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.kernels.driver import register_update
-from pymc_treesamplers.kernels.pg import PGScratch, new_pg_scratch
-from pymc_treesamplers.kernels.smc import particle, pick_particle, smc_init, smc_run
-from pymc_treesamplers.layout import FALSE, TRUE
-from pymc_treesamplers.tree import copy_nodes, copy_perm
+from pymc_treesamplers.engine.driver import register_update
+from pymc_treesamplers.engine.nodes import FALSE, TRUE
+from pymc_treesamplers.engine.smc import particle, pick_particle, smc_init, smc_run
+from pymc_treesamplers.engine.tree import copy_nodes, copy_perm
+from pymc_treesamplers.engine.updates.pg import PGScratch, new_pg_scratch
 
 PROPOSALS = ("prior", "empirical", "optimal")
 RESAMPLING = ("multinomial", "systematic")

@@ -17,12 +17,12 @@ from exact import empirical, exact_tree_posterior, tiny_data, tv_distance, tv_th
 from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.kernels import growprune, reroute, restructure, splice
-from pymc_treesamplers.kernels.driver import register_update
-from pymc_treesamplers.kernels.reshape import ReshapeScratch, new_reshape_scratch
-from pymc_treesamplers.layout import END, LEFT, RIGHT, ROOT, START, TRUE
-from pymc_treesamplers.prior import draw_split_rule
-from pymc_treesamplers.tree import INTERNAL, copy_nodes, copy_perm, count_nodes, random_node, subtree_log_post
+from pymc_treesamplers.engine.driver import register_update
+from pymc_treesamplers.engine.moves import growprune, reroute, restructure, splice
+from pymc_treesamplers.engine.nodes import END, LEFT, RIGHT, ROOT, START, TRUE
+from pymc_treesamplers.engine.prior import draw_split_rule
+from pymc_treesamplers.engine.tree import INTERNAL, copy_nodes, copy_perm, count_nodes, random_node, subtree_log_post
+from pymc_treesamplers.engine.updates.reshape import ReshapeScratch, new_reshape_scratch
 
 BETA = 2.0
 N_DRAWS, THIN = 20_000, 20

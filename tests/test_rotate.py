@@ -1,9 +1,9 @@
-"""Rotate moves (kernels/rotate.py) and the rule redraws of ``change`` (kernels/relabel.py, ct.py).
+"""Rotate moves (engine/moves/rotate.py) and the rule redraws of ``change`` (engine/moves/relabel.py, ct.py).
 
 The rotate kernel is an MH move with the move drawn uniformly from the ``|M(T)|`` ups and downs;
 its acceptance ``min(1, pi' |M| / (pi |M'|))`` is exact when, for every pair of trees, there are as
 many moves from T to T' as from T' to T. That is checked here move by move on random trees; the
-statistical tests against enumeration are in tests/test_ct.py. Pivots (kernels/pivot.py) get the
+statistical tests against enumeration are in tests/test_ct.py. Pivots (engine/moves/pivot.py) get the
 same pairing check, a check that they keep every leaf's rows, and a chain test against the tree
 prior on the trees they connect.
 """
@@ -13,12 +13,12 @@ import pytest
 from exact import empirical, tiny_data, tv_distance, tv_threshold
 from trees import empty_forest, grow_random
 
-from pymc_treesamplers.kernels.pivot import apply_pivot, count_pivots, pivot_move
-from pymc_treesamplers.kernels.preorder import encode_preorder, new_seq_scratch, rebuild, span_ends
-from pymc_treesamplers.kernels.rotate import apply_move, count_moves
-from pymc_treesamplers.layout import END, LEFT, NODE_INT, START
-from pymc_treesamplers.records import Pseudo, TreePrior, new_backup, split_data, tree_of
-from pymc_treesamplers.tree import subtree_log_post
+from pymc_treesamplers.engine.moves.pivot import apply_pivot, count_pivots, pivot_move
+from pymc_treesamplers.engine.moves.preorder import encode_preorder, new_seq_scratch, rebuild, span_ends
+from pymc_treesamplers.engine.moves.rotate import apply_move, count_moves
+from pymc_treesamplers.engine.nodes import END, LEFT, NODE_INT, START
+from pymc_treesamplers.engine.records import Pseudo, TreePrior, new_backup, split_data, tree_of
+from pymc_treesamplers.engine.tree import subtree_log_post
 
 pytestmark = pytest.mark.boundscheck
 

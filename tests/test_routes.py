@@ -23,9 +23,9 @@ from kernel_chain import chain_draws
 from samplers import SAMPLERS
 from scipy import special, stats
 
-from pymc_treesamplers.augment import augmented
 from pymc_treesamplers.diagnostics import bulk_ess
-from pymc_treesamplers.kernels.families import (
+from pymc_treesamplers.routes.augment import augmented
+from pymc_treesamplers.routes.families import (
     GAMMA_LOGSCALE,
     LOGIT2,
     NORMAL_LOGSD,

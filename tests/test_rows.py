@@ -21,9 +21,9 @@ import pytest
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
-from pymc_treesamplers.layout import DEPTH, END, LEFT, RIGHT, START, VALUE
-from pymc_treesamplers.records import Tree
-from pymc_treesamplers.rows import BLOCK, PAR_MIN, add_tree, check_threads, numba_threads, range_suff
+from pymc_treesamplers.engine.nodes import DEPTH, END, LEFT, RIGHT, START, VALUE
+from pymc_treesamplers.engine.records import Tree
+from pymc_treesamplers.engine.rows import BLOCK, PAR_MIN, add_tree, check_threads, numba_threads, range_suff
 
 TWO = numba.config.NUMBA_NUM_THREADS >= 2
 needs_two = pytest.mark.skipif(not TWO, reason="numba has a single thread on this machine")
@@ -170,7 +170,7 @@ def test_forked_process_after_parallel_kernels_were_loaded():
 def test_long_partition_is_stable_and_thread_independent():
     # split_leaf's partition of a long range: the left rows then the right rows, each in its old order
     # (the in-place swap of short ranges is not stable), the same permutation on 1 and 2 threads
-    from pymc_treesamplers.rows import partition_blocks
+    from pymc_treesamplers.engine.rows import partition_blocks
 
     rng = np.random.default_rng(6)
     n = 3 * PAR_MIN + 77
@@ -191,7 +191,7 @@ def test_long_partition_is_stable_and_thread_independent():
 
 @needs_two
 def test_long_code_range_by_blocks():
-    from pymc_treesamplers.prior import code_range
+    from pymc_treesamplers.engine.prior import code_range
 
     rng = np.random.default_rng(7)
     n = 2 * PAR_MIN + 3
@@ -219,9 +219,9 @@ def test_collapse_of_a_long_node_puts_its_rows_back_in_order():
     # a rejected grow splits a long node stably and collapses it: its rows are then in increasing order
     # again (before, each rejected grow left two interleaved runs and a leaf's passes became random
     # gathers); a merge of unsorted runs is still a permutation of the node's rows
-    from pymc_treesamplers.records import split_data
-    from pymc_treesamplers.rows import merge_rows
-    from pymc_treesamplers.tree import collapse, split_leaf
+    from pymc_treesamplers.engine.records import split_data
+    from pymc_treesamplers.engine.rows import merge_rows
+    from pymc_treesamplers.engine.tree import collapse, split_leaf
 
     n = 2 * PAR_MIN + 9
     rng = np.random.default_rng(8)
@@ -257,7 +257,7 @@ def test_block_paths_are_exact_on_enumerable_data(tmp_path):
 
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PMT_ROWS_BLOCK="2", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    probe = subprocess.run([sys.executable, "-c", "from pymc_treesamplers import rows; print(rows.PAR_MIN)"],
+    probe = subprocess.run([sys.executable, "-c", "from pymc_treesamplers.engine import rows; print(rows.PAR_MIN)"],
                            env=env, capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == "4"
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",

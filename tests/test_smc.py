@@ -1,4 +1,4 @@
-"""The SMC core unconditionally (kernels/smc.py): the evidence estimate and the weighted particles.
+"""The SMC core unconditionally (engine/smc.py): the evidence estimate and the weighted particles.
 
 Particle Gibbs (its conditional use) is tested against enumeration in tests/test_pg.py and
 tests/test_matrix.py. Run unconditionally, the mean final weight of a top-down SMC is an unbiased
@@ -13,10 +13,10 @@ import pytest
 from exact import exact_log_evidence, exact_partition_posterior, leaf_loglik, partition_key, tiny_data, tv_distance
 from exact import tv_threshold as iid_tv_threshold
 
-from pymc_treesamplers.forest import Forest, init_roots
-from pymc_treesamplers.kernels import smc
-from pymc_treesamplers.layout import END, FALSE, LEFT, START
-from pymc_treesamplers.records import Pseudo, TreePrior, split_data, tree_of
+from pymc_treesamplers.engine import smc
+from pymc_treesamplers.engine.forest import Forest, init_roots
+from pymc_treesamplers.engine.nodes import END, FALSE, LEFT, START
+from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data, tree_of
 
 pytestmark = pytest.mark.boundscheck
 

@@ -31,7 +31,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from pymc_treesamplers import SMCTreeClassifier, SMCTreeRegressor
 from pymc_treesamplers.binning import bin_columns
-from pymc_treesamplers.noise import chipman_sigma2_prior
+from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
 
 ALPHA, BETA = 0.95, 0.5
 _, R, _ = tiny_data(0)
@@ -187,7 +187,7 @@ def test_threads_change_nothing_but_the_time():
 
 def test_stored_trees_are_forest_encodings_that_predict_reads():
     import pymc_treesamplers as pmt
-    from pymc_treesamplers.trace import decode_forest
+    from pymc_treesamplers.storage import decode_forest
 
     rng = np.random.default_rng(1)
     Xr = rng.uniform(size=(150, 3))

@@ -10,7 +10,7 @@ contributes ``s_v``, a node where one can contributes ``s_v / s_v = 1``, so give
 with ``c_v`` the splits on ``v`` among the nodes where both can split. The exact posterior of every
 (tree, bin of ``u = alpha / (alpha + rho)``) is then the enumeration of tests/exact.py (equal weights)
 reweighted by that ratio and integrated over ``u`` by quadrature. The chain: a tree step's own sweep
-followed by :func:`~pymc_treesamplers.splitprior.update_split_weights`, as in the step. The same chain
+followed by :func:`~pymc_treesamplers.engine.splitprior.update_split_weights`, as in the step. The same chain
 without the correction (every proposal accepted, the conjugate update) must fail. Thresholds: the
 99.9% quantile of the TV of iid multinomial samples of the same size, never widened.
 """
@@ -25,12 +25,17 @@ from kernel_chain import _chain, make_step
 from scipy import integrate, special, stats
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers import splitprior
 from pymc_treesamplers.binning import split_columns
-from pymc_treesamplers.forest import Forest, forest_summary, init_roots
-from pymc_treesamplers.kernels.driver import new_work
-from pymc_treesamplers.records import Pseudo, TreePrior, split_data
-from pymc_treesamplers.splitprior import DirichletSplitPrior, kernel_weights, new_split_weights, update_split_weights
+from pymc_treesamplers.engine import splitprior
+from pymc_treesamplers.engine.driver import new_work
+from pymc_treesamplers.engine.forest import Forest, forest_summary, init_roots
+from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
+from pymc_treesamplers.engine.splitprior import (
+    DirichletSplitPrior,
+    kernel_weights,
+    new_split_weights,
+    update_split_weights,
+)
 
 # column 0 is constant within rows {0, 1, 2} and within {3, 4, 5}: nodes inside them can split on column 1 only
 CODES = np.array([[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]])

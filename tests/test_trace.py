@@ -1,4 +1,4 @@
-"""The stored-forest format (pymc_treesamplers/trace.py): round trip, wide X, and decoding as a trust boundary.
+"""The stored-forest format (pymc_treesamplers/storage.py): round trip, wide X, and decoding as a trust boundary.
 
 A saved InferenceData may be corrupted or crafted. Every decoded forest is validated before a compiled
 kernel walks it, so a bad one is a ValueError naming its (chain, draw), never a crash. The fuzz test runs
@@ -19,10 +19,10 @@ import xarray as xr
 from trees import empty_forest, random_forest
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.layout import CUT, LEFT, RIGHT, VALUE, VAR
-from pymc_treesamplers.records import split_data, tree_of
-from pymc_treesamplers.trace import decode_forest, decode_trace, encode_forest
-from pymc_treesamplers.tree import split_leaf
+from pymc_treesamplers.engine.nodes import CUT, LEFT, RIGHT, VALUE, VAR
+from pymc_treesamplers.engine.records import split_data, tree_of
+from pymc_treesamplers.engine.tree import split_leaf
+from pymc_treesamplers.storage import decode_forest, decode_trace, encode_forest
 
 pytestmark = pytest.mark.boundscheck
 
@@ -62,7 +62,7 @@ def _setting(seed=0, n_draws=6):
     return thr, X, forests, [encode_forest(f, thr) for f in forests]
 
 
-# --- format 2 written by hand from its description (independent of trace.py's layout code) -------
+# --- format 2 written by hand from its description (independent of storage.py's layout code) -------
 
 
 def _blob(counts, var, val, p, m=None, magic=b"PMTF", version=2, extra=b""):

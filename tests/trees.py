@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from pymc_treesamplers.forest import Forest, init_roots
-from pymc_treesamplers.layout import END, LEFT, START, VALUE
-from pymc_treesamplers.prior import code_range
-from pymc_treesamplers.records import split_data, tree_of
-from pymc_treesamplers.tree import split_leaf
+from pymc_treesamplers.engine.forest import Forest, init_roots
+from pymc_treesamplers.engine.nodes import END, LEFT, START, VALUE
+from pymc_treesamplers.engine.prior import code_range
+from pymc_treesamplers.engine.records import split_data, tree_of
+from pymc_treesamplers.engine.tree import split_leaf
 
 
 def empty_forest(codes, m=1, cap=None):

@@ -2,7 +2,7 @@
 
 A subclass checks its options, builds its kernel's scratch record (:meth:`BaseTreeStep._new_scratch`)
 and reports its own stats; the backfitting sweep itself is the one driver of
-:mod:`pymc_treesamplers.kernels.driver`.
+:mod:`pymc_treesamplers.engine.driver`.
 
 Stats are named ``<var>_<stat>`` (``mu_n_leaves``, ``mu_forest``, ...): two BART variables in one
 model, or a NUTS step (whose ``depth`` PyMC renames ``tree_depth``), never report the same name, so
@@ -29,15 +29,13 @@ from ..bart import BARTRV, as_data_array, bart_covariates
 from ..binning import split_columns
 from ..callers import check_nuts_sampler
 from ..diagnostics import frozen_message
-from ..forest import Forest, forest_sum, forest_summary, init_roots
-from ..kernels.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
-from ..kernels.families import POISSON_LOG, family_lik
-from ..kernels.graph import graph_lik, register_host
-from ..likelihood import ROUTES, FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
-from ..records import Pseudo, TreePrior, split_data
-from ..rows import check_threads, numba_threads
-from ..splitprior import kernel_weights, new_split_weights, update_split_weights
-from ..trace import encode_forest
+from ..engine.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
+from ..engine.forest import Forest, forest_sum, forest_summary, init_roots
+from ..engine.records import TreePrior, split_data
+from ..engine.rows import check_threads, numba_threads
+from ..engine.splitprior import kernel_weights, new_split_weights, update_split_weights
+from ..routes.likelihood import ROUTES, FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
+from ..storage import encode_forest
 
 _log = logging.getLogger("pymc_treesamplers")
 
@@ -158,18 +156,12 @@ class BaseTreeStep(ArrayStepShared):
     def _output(self, model, rv, value_var, shared, point, compile_kwargs, view) -> Output:
         """The working model and tree prior of one output (the whole variable when ``view`` is None)."""
         op: BARTRV = rv.owner.op
+        # the one place a likelihood route is chosen; the step then talks to it through leaf_prior,
+        # sweep_input and compile_record only
         working = working_model(model, rv, value_var, shared, point, op.mu0, compile_kwargs, view=view,
                                 route=self.route)
-        if isinstance(working, GaussianWorkingModel):
-            mu0, sigma_mu = op.leaf_prior()
-            return Output(working, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
-        # defaulted values move to the link scale; prior predictive draws, which keep the values BART resolved
-        # on the scale of Y, say so when they are drawn (BARTRV.rng_fn)
-        mu0, sigma_mu = op.leaf_prior(working.constant_fit(), working.leaf_scale)
-        working.mu0, working.s2 = mu0, sigma_mu**2
-        if isinstance(working, FamilyWorkingModel) and working.route != "augment":
-            working.choose_leaf_proposal(self.m)
-        return Output(working, TreePrior(op.alpha, op.beta, mu0, sigma_mu**2), view)
+        mu0, s2 = working.leaf_prior(op, self.m)
+        return Output(working, TreePrior(op.alpha, op.beta, mu0, s2), view)
 
     # a BART vector has one output: its working model, prior and forest by the names of one
     @property
@@ -324,10 +316,7 @@ class BaseTreeStep(ArrayStepShared):
         for i, (out, f) in enumerate(zip(self.outputs, self.f, strict=True)):
             if out.view is not None:
                 out.view.set_others(self.f)
-            ps = out.working.sweep_input(f, self.rng)
-            if type(ps) is tuple:  # Gaussian pseudo-data (z, w): the exact kernels, nothing to correct
-                z, w = ps
-                ps = Pseudo(np.asarray(z, dtype=np.float64) - f, np.asarray(w, dtype=np.float64), self.threads)
+            ps = out.working.sweep_input(f, self.rng, self.threads)
             self._run_sweep(ps, i)
             if out.corrected:
                 accepted.append(ps.counts[1] / max(ps.counts[0], 1))
@@ -443,13 +432,7 @@ def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
     data = split_data(codes, np.ones(1))
     forest = Forest.empty(1, 4, 0.0)
     fa = forest.arrays()
-    # the record type, not the family or the graph, sets the compiled code
-    if isinstance(out.working, FamilyWorkingModel) and out.corrected:
-        ps = family_lik(POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4))
-    elif out.corrected:
-        ps = graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))
-    else:
-        ps = Pseudo(np.zeros(4), np.ones(4), 1)
+    ps = out.working.compile_record()
     args = (np.random.default_rng(0), 0, False, data, out.prior, fa, ps, new_work(4), step._new_scratch(codes, 1),
             np.zeros(1, dtype=np.bool_))
     cached = _in_numba_cache(sweep, args)
@@ -464,17 +447,6 @@ def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
     encode_forest(forest, np.zeros((1, 2)))
     if not cached:
         _log.info("pymc_treesamplers: compiled in %.0f s", time.perf_counter() - t0)
-
-
-class _FlatHost:
-    """A likelihood host without information, for compiling the graph record's code."""
-
-    def derivs(self, f, grad, curv):
-        grad[:] = 0.0
-        curv[:] = 0.0
-
-    def loglik(self, f):
-        return 0.0
 
 
 def _in_numba_cache(dispatcher, args) -> bool:

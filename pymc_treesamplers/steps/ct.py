@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 
-from ..kernels.ct import new_ct_scratch
+from ..engine.updates.ct import new_ct_scratch
 from .base import BaseTreeStep
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kernels.mh import new_mh_scratch
+from ..engine.updates.mh import new_mh_scratch
 from .base import BaseTreeStep
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.pg import new_pg_scratch
-from ..kernels.smc import (
+from ..engine.smc import (
     EXPANSION_LAYER,
     EXPANSION_NODE,
     PROPOSAL_EMPIRICAL,
@@ -15,6 +14,7 @@ from ..kernels.smc import (
     RESAMPLE_SYSTEMATIC,
     SMCOptions,
 )
+from ..engine.updates.pg import new_pg_scratch
 from .base import BaseTreeStep
 
 _PROPOSALS = {"prior": PROPOSAL_PRIOR, "empirical": PROPOSAL_EMPIRICAL, "optimal": PROPOSAL_OPTIMAL}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kernels.reshape import KIND_NAMES, new_reshape_scratch
+from ..engine.updates.reshape import KIND_NAMES, new_reshape_scratch
 from .base import BaseTreeStep
 
 DEFAULT_PROBS = (0.2, 0.2, 0.25, 0.1, 0.05, 0.1, 0.1)

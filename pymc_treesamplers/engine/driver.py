@@ -1,0 +1,211 @@
+"""The Bayesian backfitting driver: every tree updated once against the running residual.
+
+For tree ``j`` (Chipman et al. 2010; stochtree's loop has the same shape):
+
+1. tree ``j``'s pseudo-data come from the likelihood record (:func:`tree_pseudo`): weighted
+   Gaussian data ``r_i ~ N(g_j(x_i), 1 / w_i)`` once the tree's own fit is added back to ``r``
+   (for the exact Gaussian working model the record itself is the running residual);
+2. add tree ``j``'s fit back to the residual;
+3. copy the tree's nodes into a scratch tree with room for any tree on ``n`` rows and run the
+   sampler's update there (:func:`tree_update`, chosen by the type of the sampler's scratch
+   record), then draw the proposal's leaves from their conditional under the pseudo-data (which
+   takes its fit off the residual); the scratch tree shares the tree's row order, so nothing of
+   size ``n`` is copied;
+4. ask the likelihood record whether to keep the proposal, structure and leaves
+   (:func:`accept_proposal`; the exact Gaussian working model always keeps it, a working model of
+   another likelihood corrects by Metropolis-Hastings); on rejection the old tree's rows are
+   re-split by its own rules and the old tree stays, leaves included;
+5. copy the result back (if it does not fit the forest's node arrays, return so the caller can
+   grow them and resume at this tree: the result waits in the scratch tree).
+
+The residual is kept, never recomputed from the forest. A sampler plugs in with one scratch record
+type and one update function registered for it (:func:`register_update`); a likelihood with
+one record type and its :func:`tree_pseudo` and :func:`accept_proposal` (:func:`register_likelihood`).
+"""
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba.extending import overload
+
+from .nodes import NODE_INT, ROOT
+from .records import Pseudo, Tree, empty_nodes, tree_of
+from .tree import add_tree, copy_nodes, draw_leaves, repartition_subtree
+
+SWEEP_DONE, SWEEP_GROW, SWEEP_FAILED = range(3)
+
+_UPDATES: dict[type, object] = {}
+_LIKELIHOODS: dict[type, tuple[object, object]] = {}
+
+
+class Work(NamedTuple):
+    """Scratch tree of the driver: node rows for up to ``2n + 1`` nodes, node count, walk buffer."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    nn: np.ndarray
+    order: np.ndarray
+
+
+def new_work(n: int) -> Work:
+    """A :class:`Work` for trees on ``n`` rows (a tree has at most ``2n - 1`` nodes; 2 spare slots)."""
+    ints, floats = empty_nodes(2 * n + 1)
+    return Work(ints, floats, np.zeros(1, dtype=NODE_INT), np.empty(2 * n + 1, dtype=NODE_INT))
+
+
+def register_update(scratch_cls):
+    """Register ``update(rng, j, tree, data, prior, ps, sk) -> int`` for scratch records of
+    ``scratch_cls``: it moves ``tree`` in place and returns 1 if it changed the tree (accepted a
+    move), 0 if not, a negative code on failure (the step turns it into an error).
+    """
+
+    def decorate(update):
+        _UPDATES[scratch_cls] = update
+        return update
+
+    return decorate
+
+
+def register_likelihood(lik_cls, pseudo, accept, leaves=None):
+    """Register a likelihood record type.
+
+    ``pseudo(lik, j, tree) -> Pseudo`` gives tree ``j``'s pseudo-data (``r``: the residual the driver
+    adds the tree's fit back to); ``accept(rng, lik, j, old, new, ps) -> bool`` decides whether the
+    proposed tree ``new`` (structure and leaves; its fit already taken off ``ps.r``) replaces ``old``
+    (whose rows ``new`` has reordered). The kernels are reversible with respect to the pseudo-data's
+    tree posterior, which is what an accept step that corrects towards another target relies on.
+    ``leaves(rng, lik, tree, prior, ps)`` draws the proposal's leaves and takes its fit off ``ps.r``
+    (default: :func:`~pymc_treesamplers.engine.tree.draw_leaves`, their conditional under the pseudo-data).
+    """
+    _LIKELIHOODS[lik_cls] = (pseudo, accept, _working_leaves if leaves is None else leaves)
+
+
+def tree_update(rng, j, tree, data, prior, ps, sk):
+    """The update registered for the type of ``sk`` (compiled dispatch; see :func:`register_update`)."""
+    raise NotImplementedError("tree_update only runs inside numba kernels")
+
+
+def tree_pseudo(lik, j, tree):
+    """Pseudo-data of tree ``j`` under the likelihood record ``lik`` (compiled dispatch)."""
+    raise NotImplementedError("tree_pseudo only runs inside numba kernels")
+
+
+def propose_leaves(rng, lik, tree, prior, ps):
+    """Draw the proposal's leaves (compiled dispatch; see :func:`register_likelihood`)."""
+    raise NotImplementedError("propose_leaves only runs inside numba kernels")
+
+
+def accept_proposal(rng, lik, j, old, new, ps):
+    """Whether to keep the proposed tree (compiled dispatch; see :func:`register_likelihood`)."""
+    raise NotImplementedError("accept_proposal only runs inside numba kernels")
+
+
+# The dispatch shims are inlined into their callers, whose compiled code numba caches; the shims
+# themselves are not cached: every shim of every record type shares one index file on disk, and a
+# record type defined outside the package (a test's deliberately wrong kernel) in it would break
+# loading that index in any process that cannot import its module.
+_DISPATCH = {"nogil": True}
+
+
+def _registered(table, typ, what):
+    cls = getattr(typ, "instance_class", None)
+    if cls not in table:
+        raise TypeError(f"no {what} registered for {typ}")
+    return table[cls]
+
+
+@overload(tree_update, inline="always", jit_options=_DISPATCH)
+def _tree_update(rng, j, tree, data, prior, ps, sk):
+    update = _registered(_UPDATES, sk, "tree update")
+
+    def impl(rng, j, tree, data, prior, ps, sk):
+        return update(rng, j, tree, data, prior, ps, sk)
+
+    return impl
+
+
+@overload(tree_pseudo, inline="always", jit_options=_DISPATCH)
+def _tree_pseudo(lik, j, tree):
+    pseudo = _registered(_LIKELIHOODS, lik, "likelihood")[0]
+
+    def impl(lik, j, tree):
+        return pseudo(lik, j, tree)
+
+    return impl
+
+
+@overload(accept_proposal, inline="always", jit_options=_DISPATCH)
+def _accept_proposal(rng, lik, j, old, new, ps):
+    accept = _registered(_LIKELIHOODS, lik, "likelihood")[1]
+
+    def impl(rng, lik, j, old, new, ps):
+        return accept(rng, lik, j, old, new, ps)
+
+    return impl
+
+
+@overload(propose_leaves, inline="always", jit_options=_DISPATCH)
+def _propose_leaves(rng, lik, tree, prior, ps):
+    leaves = _registered(_LIKELIHOODS, lik, "likelihood")[2]
+
+    def impl(rng, lik, tree, prior, ps):
+        return leaves(rng, lik, tree, prior, ps)
+
+    return impl
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _working_leaves(rng, lik, tree, prior, ps):
+    draw_leaves(rng, tree, prior, ps)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gaussian_pseudo(lik, j, tree):
+    return lik
+
+
+@numba.njit(cache=True, nogil=True)
+def _gaussian_accept(rng, lik, j, old, new, ps):
+    # the pseudo-data are the exact conditional likelihood of the tree: every kernel already
+    # leaves the tree's exact conditional invariant, so there is nothing to correct
+    return True
+
+
+register_likelihood(Pseudo, _gaussian_pseudo, _gaussian_accept)
+
+
+@numba.njit(cache=True, nogil=True)
+def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
+    """Update trees ``j0 .. m-1`` in turn (steps 1-5 of the module docstring).
+
+    Returns ``(SWEEP_DONE, -1)``; ``(SWEEP_GROW, j)`` when tree ``j``'s result needs more node
+    capacity than the forest has (``work.nn[0]`` nodes: grow the forest and call again with
+    ``j0 = j, resume = True``); or ``(SWEEP_FAILED, j)`` when the update of tree ``j`` failed.
+    ``changed[j]`` records whether tree ``j`` changed.
+    """
+    cap = forest.ints.shape[1]
+    for j in range(j0, forest.ints.shape[0]):
+        tree = tree_of(forest, j)
+        scratch = Tree(work.ints, work.floats, tree.perm, work.nn)
+        if not (resume and j == j0):
+            ps = tree_pseudo(lik, j, tree)
+            add_tree(tree, ps.r, 1.0, ps.threads)
+            copy_nodes(tree, scratch)
+            status = tree_update(rng, j, scratch, data, prior, ps, sk)
+            if status < 0:
+                return SWEEP_FAILED, j
+            changed[j] = status > 0
+            propose_leaves(rng, lik, scratch, prior, ps)
+            if not accept_proposal(rng, lik, j, tree, scratch, ps):
+                # the proposal reordered the shared rows: re-split them by the old tree's rules,
+                # and put the old tree's fit, not the proposal's, off the residual
+                add_tree(scratch, ps.r, 1.0, ps.threads)
+                repartition_subtree(tree, data, ROOT, work.order)
+                add_tree(tree, ps.r, -1.0, ps.threads)
+                copy_nodes(tree, scratch)
+                changed[j] = False
+            if scratch.nn[0] > cap:
+                return SWEEP_GROW, j
+        copy_nodes(scratch, tree)
+    return SWEEP_DONE, -1

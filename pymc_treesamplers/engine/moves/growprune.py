@@ -1,0 +1,70 @@
+"""Grow and prune Metropolis-Hastings moves with exact proposal ratios.
+
+Move-type probabilities are fixed (``log_pgrow``, ``log_pprune``) except that a root-only tree
+always proposes a grow, the only move it has. A chosen move with no candidate leaves the tree
+unchanged, which keeps the chain reversible without counting feasible move types.
+
+The rule prior ``w_v / W_avail / n_cuts`` of a grown or pruned split cancels against the
+proposal (grow draws the rule from that very prior), so it appears in neither ratio.
+"""
+
+import math
+
+import numba
+
+from ..nodes import END, LEFT, LWAVAIL, RIGHT, START
+from ..prior import NEG_INF, draw_split_rule
+from ..tree import (
+    GROWABLE,
+    NOG,
+    collapse,
+    count_nodes,
+    nth_node,
+    random_node,
+    split_leaf,
+    split_log_ratio,
+)
+
+
+@numba.njit(cache=True, nogil=True)
+def grow_move(rng, t, data, prior, ps, scratch_p, log_pgrow_t, log_pprune):
+    """Propose splitting a growable leaf; accept with the MH ratio. Returns True if accepted.
+
+    ``log_pgrow_t`` is the log probability that this tree chose a grow; ``log_pprune`` the (fixed)
+    probability of choosing a prune from the grown tree.
+    """
+    g = count_nodes(t, GROWABLE)
+    if g == 0:
+        return False
+    k = nth_node(t, rng.integers(0, g), GROWABLE)
+    ti = t.ints
+    v, c, n_cuts = draw_split_rule(rng, data, t.perm, ti[k, START], ti[k, END], scratch_p)
+    split_leaf(t, k, v, c, n_cuts, data)  # undone by collapse on rejection (rows stay in the leaf)
+    log_r = split_log_ratio(t, prior, ps, k) + (log_pprune - math.log(count_nodes(t, NOG))) - (
+        log_pgrow_t - math.log(g)
+    )
+    if math.log(rng.random()) < log_r:
+        return True
+    collapse(t, k)
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def prune_move(rng, t, prior, ps, log_pgrow, log_pprune):
+    """Propose collapsing a node whose children are leaves into a leaf; accept with the MH ratio."""
+    nog = count_nodes(t, NOG)
+    k = random_node(rng, t, NOG)
+    if k < 0:
+        return False
+    ti = t.ints
+    g_new = count_nodes(t, GROWABLE) + 1
+    for child in (ti[k, LEFT], ti[k, RIGHT]):
+        if t.floats[child, LWAVAIL] > NEG_INF:
+            g_new -= 1
+    # the reverse grow starts from the pruned tree; a root-only tree grows with probability 1
+    log_pgrow_new = 0.0 if k == 0 else log_pgrow
+    log_r = -split_log_ratio(t, prior, ps, k) + (log_pgrow_new - math.log(g_new)) - (log_pprune - math.log(nog))
+    if math.log(rng.random()) < log_r:
+        collapse(t, k)
+        return True
+    return False

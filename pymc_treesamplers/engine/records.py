@@ -1,0 +1,124 @@
+"""Named records that the numba kernels share, so a signature reads as a sentence.
+
+Every record is a :class:`typing.NamedTuple` of arrays and scalars: numba compiles attribute access
+on it to a field load, and a kernel specialises once per record type, not per argument list.
+
+* :class:`SplitData`: the split covariates (integer codes) and the split-variable weights.
+* :class:`TreePrior`: ``alpha``, ``beta`` of the tree prior and the leaf prior ``N(mu0, s2)``.
+* :class:`Pseudo`: the weighted Gaussian pseudo-data one tree sees (docs/design.md section 1).
+* :class:`Tree`: one tree's node arrays and row order (views into a forest, a particle or a
+  scratch tree; see :mod:`pymc_treesamplers.engine.nodes`).
+* :class:`ForestArrays`: the node arrays of all ``m`` trees of a forest.
+* :class:`Backup`: room to save a tree's nodes and rows before a move that may be rejected.
+
+>>> import numpy as np
+>>> prior = TreePrior(alpha=0.95, beta=2.0, mu0=0.0, s2=1.0)
+>>> prior.alpha, prior.s2
+(0.95, 1.0)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .nodes import N_FLOAT_FIELDS, N_INT_FIELDS, NODE_INT, ROW_INT
+
+
+class SplitData(NamedTuple):
+    """Split covariates: ``codes`` (p, n) uint16, weights ``wsplit`` (p,) and their logs ``logw``;
+    ``threads`` for the passes over long row ranges (:mod:`pymc_treesamplers.engine.rows`)."""
+
+    codes: np.ndarray
+    wsplit: np.ndarray
+    logw: np.ndarray
+    threads: int
+
+
+class TreePrior(NamedTuple):
+    """Tree prior ``p_split(d) = alpha (1 + d)^-beta`` and leaf prior ``N(mu0, s2)``.
+
+    ``leaf_exp``: how a leaf's rows enter its marginal likelihood. 0: Gaussian pseudo-data (exact
+    conjugate algebra, :mod:`pymc_treesamplers.engine.gaussian`); ``c != 0``: rows of a log-link family, each
+    ``s_i c mu - w_i exp(c mu)`` with ``S = sum w r`` standing for ``sum s`` (the Laplace approximation
+    of :mod:`pymc_treesamplers.engine.loglink`).
+    """
+
+    alpha: float
+    beta: float
+    mu0: float
+    s2: float
+    leaf_exp: float = 0.0
+
+
+class Pseudo(NamedTuple):
+    """Pseudo-data of one tree: ``r_i ~ N(g(x_i), 1 / w_i)``; ``r`` is the running residual.
+
+    ``threads``: how many threads the passes over long row ranges may use (:mod:`pymc_treesamplers.engine.rows`).
+    """
+
+    r: np.ndarray
+    w: np.ndarray
+    threads: int
+
+
+class Tree(NamedTuple):
+    """One tree: node rows ``ints`` (cap, 8), ``floats`` (cap, 3), row order ``perm`` (n,), and
+    ``nn`` (1,), the number of nodes in use (a length-1 view, so kernels can change it)."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    perm: np.ndarray
+    nn: np.ndarray
+
+
+class ForestArrays(NamedTuple):
+    """All trees: ``ints`` (m, cap, 8), ``floats`` (m, cap, 3), ``perm`` (m, n), ``n_nodes`` (m,)."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    perm: np.ndarray
+    n_nodes: np.ndarray
+
+
+class Backup(NamedTuple):
+    """Saved node rows and row order of one tree (see :func:`pymc_treesamplers.engine.tree.backup`)."""
+
+    ints: np.ndarray
+    floats: np.ndarray
+    perm: np.ndarray
+
+
+@numba.njit(cache=True, nogil=True)
+def tree_of(forest, j):
+    """Tree ``j`` of a :class:`ForestArrays` as a :class:`Tree` of views."""
+    return Tree(forest.ints[j], forest.floats[j], forest.perm[j], forest.n_nodes[j : j + 1])
+
+
+def empty_nodes(cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Uninitialised node arrays for a tree of up to ``cap`` nodes.
+
+    ``np.empty``, so untouched pages of a large scratch tree cost no memory; kernels write every
+    node they create in full.
+    """
+    return np.empty((cap, N_INT_FIELDS), dtype=NODE_INT), np.empty((cap, N_FLOAT_FIELDS))
+
+
+def new_backup(cap: int, n: int) -> Backup:
+    """A :class:`Backup` for trees of up to ``cap`` nodes on ``n`` rows."""
+    ints, floats = empty_nodes(cap)
+    return Backup(ints, floats, np.empty(n, dtype=ROW_INT))
+
+
+def split_data(codes: np.ndarray, wsplit: np.ndarray, threads: int = 1) -> SplitData:
+    """:class:`SplitData` from codes (p, n) and non-negative weights (zero weight: never split on).
+
+    >>> split_data(np.zeros((2, 3), np.uint16), np.array([1.0, 0.0])).logw.tolist()
+    [0.0, -inf]
+    """
+    wsplit = np.ascontiguousarray(wsplit, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        logw = np.log(wsplit)
+    return SplitData(np.ascontiguousarray(codes, dtype=np.uint16), wsplit, logw, int(threads))

@@ -1,0 +1,390 @@
+"""The O(n) passes over a node's rows, in blocks, on one thread or several: sums, adds, splits, a tree's fit.
+
+On large data a tree update is dominated by a few passes over rows: the weighted sums of a node's
+pseudo-data (:func:`range_suff`), adding a tree's fit to the residual or taking it off
+(:func:`add_tree`), and the forest's fit at the training rows (``forest_sum``). Each pass here cuts
+its range ``perm[s:e]`` into blocks of :data:`BLOCK` rows, a fixed unit that does not depend on the
+thread count:
+
+* a sum is taken per block and the block sums are added in block order, so the result (and every
+  draw that follows from it) is bitwise the same with 1 thread or 8; a range shorter than
+  :data:`PAR_MIN` rows is summed in one plain loop (small data keep exactly the arithmetic they had
+  before blocks existed);
+* an add touches each row once, so any split of the work gives the same result;
+* a node's split (:func:`partition_blocks`) counts each block's left rows, then scatters every block
+  to offsets fixed by those counts: a stable partition, the same on any thread count; the smallest
+  and largest code of a long range (:func:`code_range_blocks`) are taken per block; a long node's
+  collapse merges its children's rows back in row order (:func:`merge_rows`, one thread), so a long
+  node's rows stay in increasing order and the passes over them read memory forward.
+
+``threads > 1`` runs the blocks of ranges of at least :data:`PAR_MIN` rows on numba's thread pool
+(``prange``; the count is numba's ``set_num_threads``, which the steps set around each sweep);
+``threads == 1`` never enters the pool, so a default sampler launches no parallel region and a
+process that forks later (PyMC's ``cores > 1``) is not affected.
+
+>>> import numpy as np
+>>> r, w = np.arange(5.0), np.ones(5)
+>>> pj = np.arange(5, dtype=np.int32)
+>>> range_suff(r, w, pj, 1, 4, 1)
+(3.0, 6.0)
+"""
+
+import contextlib
+import ctypes
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+
+import numba
+import numpy as np
+
+from .nodes import END, LEFT, START, VALUE
+
+# numba's OpenMP layer aborts a process forked after it was loaded once that process runs a parallel
+# loop ("fork() called from a process already using GNU OpenMP"), and PyMC forks its chain workers on
+# Linux: with threads > 1 and cores > 1 every chain would die. TBB is fork-safe and starts a parallel
+# loop in microseconds; numba finds the library of the ``tbb`` wheel only when it is already loaded
+# (it sits in the environment's lib/, off the loader's path). Without TBB, the workqueue layer: also
+# fork-safe, but ~0.2 ms per launch. A layer the user chose (environment or numba.config) is left alone.
+_TBB_NAMES = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib", "win32": "tbb12.dll"}
+
+
+def _load_tbb() -> bool:
+    name = _TBB_NAMES.get(sys.platform)
+    for lib in ([os.path.join(sys.prefix, "lib", name), os.path.join(sys.prefix, "Library", "bin", name), name]
+                if name else []):
+        try:
+            ctypes.CDLL(lib, mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+            importlib.import_module("numba.np.ufunc.tbbpool")  # fails if numba cannot use this TBB
+        except (OSError, ImportError):
+            continue
+        return True
+    return False
+
+
+def _choose_threading_layer() -> str | None:
+    tbb = _load_tbb()  # also when the user asked numba for TBB: then it is found
+    if "NUMBA_THREADING_LAYER" in os.environ or numba.config.THREADING_LAYER != "default":
+        return None
+    numba.config.THREADING_LAYER = "tbb" if tbb else "workqueue"
+    return numba.config.THREADING_LAYER
+
+
+THREADING_LAYER = _choose_threading_layer()
+"""The numba threading layer this package chose at import (None: the user's choice was kept)."""
+
+# Start numba's thread pool now. Kernels that link the parallel loops (every tree kernel does, through
+# the long-range paths) and come from numba's on-disk cache do not start it themselves: run before it
+# started, such a kernel crashes the process (a segfault in the single-tree SMC on a warm cache), even
+# on the one-thread path. ``get_num_threads`` is numba's public call that starts the pool.
+numba.get_num_threads()
+
+BLOCK = int(os.environ.get("PMT_ROWS_BLOCK", 1 << 13))
+"""Rows per block: the unit of parallel work and of the summation order of long ranges. The
+exactness tests set ``PMT_ROWS_BLOCK`` to a few rows so that the block paths run on enumerable data
+(numba compiles it in: such a process needs its own ``NUMBA_CACHE_DIR``)."""
+
+PAR_MIN = 2 * BLOCK
+"""Ranges of at least this many rows are summed by blocks (and in parallel with ``threads > 1``)."""
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_suff(r, w, pj, a, b):
+    W = 0.0
+    S = 0.0
+    for t in range(a, b):
+        i = pj[t]
+        W += w[i]
+        S += w[i] * r[i]
+    return W, S
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _suff_par(r, w, pj, s, e, parts):
+    for c in numba.prange(parts.shape[0]):
+        a = s + c * BLOCK
+        parts[c, 0], parts[c, 1] = _block_suff(r, w, pj, a, min(a + BLOCK, e))
+
+
+@numba.njit(cache=True, nogil=True)
+def range_suff(r, w, pj, s, e, threads):
+    """``(W, S) = (sum w_i, sum w_i r_i)`` over the rows ``pj[s:e]``; by blocks when the range is long."""
+    if e - s < PAR_MIN:
+        return _block_suff(r, w, pj, s, e)
+    nb = (e - s + BLOCK - 1) // BLOCK
+    parts = np.empty((nb, 2))
+    if threads > 1:
+        _suff_par(r, w, pj, s, e, parts)
+    else:
+        for c in range(nb):
+            a = s + c * BLOCK
+            parts[c, 0], parts[c, 1] = _block_suff(r, w, pj, a, min(a + BLOCK, e))
+    W = 0.0
+    S = 0.0
+    for c in range(nb):
+        W += parts[c, 0]
+        S += parts[c, 1]
+    return W, S
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_add(out, pj, a, b, starts, ends, vals, k):
+    # leaves sorted by start; ``k`` is the leaf holding position ``a``
+    for q in range(a, b):
+        while q >= ends[k]:
+            k += 1
+        out[pj[q]] += vals[k]
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_leaf(starts, ends, q):
+    lo = 0
+    hi = starts.shape[0] - 1
+    while lo < hi:  # the last leaf whose start is <= q
+        mid = (lo + hi + 1) // 2
+        if starts[mid] <= q:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _add_par(out, pj, s, e, starts, ends, vals):
+    nb = (e - s + BLOCK - 1) // BLOCK
+    for c in numba.prange(nb):
+        a = s + c * BLOCK
+        _block_add(out, pj, a, min(a + BLOCK, e), starts, ends, vals, _first_leaf(starts, ends, a))
+
+
+@numba.njit(cache=True, nogil=True)
+def add_tree(t, out, sign, threads=1):
+    """``out[i] += sign * value(leaf of i)`` for every row of the tree ``t`` (a :class:`Tree`).
+
+    Leaves own contiguous ranges of ``t.perm`` that together cover it, so one pass in position order
+    (leaves sorted by their start) reaches every row once; with ``threads > 1`` and a long ``perm``
+    the positions are cut into blocks run in parallel.
+    """
+    ti = t.ints
+    n_leaves = 0
+    for k in range(t.nn[0]):
+        if ti[k, LEFT] < 0:
+            n_leaves += 1
+    starts = np.empty(n_leaves, dtype=np.int64)
+    ends = np.empty(n_leaves, dtype=np.int64)
+    vals = np.empty(n_leaves)
+    j = 0
+    for k in range(t.nn[0]):
+        if ti[k, LEFT] < 0:
+            # insertion into place by start: few leaves
+            q = j
+            while q > 0 and starts[q - 1] > ti[k, START]:
+                starts[q] = starts[q - 1]
+                ends[q] = ends[q - 1]
+                vals[q] = vals[q - 1]
+                q -= 1
+            starts[q] = ti[k, START]
+            ends[q] = ti[k, END]
+            vals[q] = sign * t.floats[k, VALUE]
+            j += 1
+    e = ends[n_leaves - 1]
+    s = starts[0]
+    if threads > 1 and e - s >= PAR_MIN:
+        _add_par(out, t.perm, s, e, starts, ends, vals)
+    else:
+        _block_add(out, t.perm, s, e, starts, ends, vals, 0)
+
+
+def check_threads(threads: int) -> int:
+    """``threads`` as an int in ``1 .. numba.config.NUMBA_NUM_THREADS``, else a ValueError/TypeError naming it.
+
+    >>> check_threads(1)
+    1
+    """
+    if isinstance(threads, bool) or not isinstance(threads, int | np.integer):
+        raise TypeError(f"threads must be an int, got {type(threads).__name__}")
+    most = numba.config.NUMBA_NUM_THREADS
+    if not 1 <= threads <= most:
+        raise ValueError(
+            f"threads must be between 1 and {most} (numba's NUMBA_NUM_THREADS, this machine's cores by default), "
+            f"got {threads}"
+        )
+    return int(threads)
+
+
+@contextlib.contextmanager
+def numba_threads(threads: int) -> Iterator[None]:
+    """Run the block with numba's thread count (thread-local) at ``threads``, then restore it.
+
+    >>> with numba_threads(1):
+    ...     pass
+    """
+    if threads == 1:  # the kernels do not enter the pool: leave numba untouched
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+# ------------------------------------------------------------------ partition and code range
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_count(pj, a, b, code_v, c):
+    k = 0
+    for q in range(a, b):
+        if code_v[pj[q]] <= c:
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_scatter(pj, a, b, code_v, c, tmp, lo, hi):
+    for q in range(a, b):
+        row = pj[q]
+        if code_v[row] <= c:
+            tmp[lo] = row
+            lo += 1
+        else:
+            tmp[hi] = row
+            hi += 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _count_par(pj, s, e, code_v, c, counts):
+    for k in numba.prange(counts.shape[0]):
+        a = s + k * BLOCK
+        counts[k] = _block_count(pj, a, min(a + BLOCK, e), code_v, c)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _scatter_par(pj, s, e, code_v, c, tmp, lo, hi):
+    for k in numba.prange(lo.shape[0]):
+        a = s + k * BLOCK
+        _block_scatter(pj, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _copy_par(tmp, pj, s):
+    nb = (tmp.shape[0] + BLOCK - 1) // BLOCK
+    for k in numba.prange(nb):
+        for q in range(k * BLOCK, min((k + 1) * BLOCK, tmp.shape[0])):
+            pj[s + q] = tmp[q]
+
+
+@numba.njit(cache=True, nogil=True)
+def partition_blocks(pj, s, e, code_v, c, threads):
+    """Stable partition of ``pj[s:e]``: rows with ``code_v <= c`` first, each side in its old order;
+    returns how many go left.
+
+    By blocks (count per block, offsets, scatter into a buffer, copy back), so the result is the same
+    on any number of threads. Stable, unlike the in-place partition of short ranges: rows that start in
+    increasing order stay so within every node, which keeps the passes over a node's rows close to
+    sequential in memory.
+    """
+    nb = (e - s + BLOCK - 1) // BLOCK
+    counts = np.empty(nb, dtype=np.int64)
+    if threads > 1:
+        _count_par(pj, s, e, code_v, c, counts)
+    else:
+        for k in range(nb):
+            a = s + k * BLOCK
+            counts[k] = _block_count(pj, a, min(a + BLOCK, e), code_v, c)
+    lo = np.empty(nb, dtype=np.int64)
+    hi = np.empty(nb, dtype=np.int64)
+    n_left = 0
+    for k in range(nb):
+        lo[k] = n_left
+        n_left += counts[k]
+    for k in range(nb):  # right side: after every left row, in block order
+        hi[k] = n_left + k * BLOCK - lo[k]
+    tmp = np.empty(e - s, dtype=pj.dtype)
+    if threads > 1:
+        _scatter_par(pj, s, e, code_v, c, tmp, lo, hi)
+        _copy_par(tmp, pj, s)
+    else:
+        for k in range(nb):
+            a = s + k * BLOCK
+            _block_scatter(pj, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
+        for q in range(e - s):
+            pj[s + q] = tmp[q]
+    return n_left
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def block_range(code_v, pj, a, b):
+    """Smallest and largest code over ``pj[a:b]`` in one plain loop (a block, or a short range)."""
+    mn = code_v[pj[a]]
+    mx = mn
+    for q in range(a + 1, b):
+        v = code_v[pj[q]]
+        if v < mn:
+            mn = v
+        elif v > mx:
+            mx = v
+    return mn, mx
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _range_par(code_v, pj, s, e, parts):
+    for k in numba.prange(parts.shape[0]):
+        a = s + k * BLOCK
+        parts[k, 0], parts[k, 1] = block_range(code_v, pj, a, min(a + BLOCK, e))
+
+
+@numba.njit(cache=True, nogil=True)
+def code_range_blocks(code_v, pj, s, e, threads):
+    """Smallest and largest code over ``pj[s:e]`` by blocks (in parallel with ``threads > 1``)."""
+    nb = (e - s + BLOCK - 1) // BLOCK
+    parts = np.empty((nb, 2), dtype=np.int64)
+    if threads > 1:
+        _range_par(code_v, pj, s, e, parts)
+    else:
+        for k in range(nb):
+            a = s + k * BLOCK
+            parts[k, 0], parts[k, 1] = block_range(code_v, pj, a, min(a + BLOCK, e))
+    mn = parts[0, 0]
+    mx = parts[0, 1]
+    for k in range(1, nb):
+        mn = min(mn, parts[k, 0])
+        mx = max(mx, parts[k, 1])
+    return mn, mx
+
+
+@numba.njit(cache=True, nogil=True)
+def merge_rows(pj, s, mid, e):
+    """Merge the runs ``pj[s:mid]`` and ``pj[mid:e]`` by row index, in place (a node's collapse).
+
+    Stable splits keep a node's rows in increasing order when they were; merging on a collapse puts
+    them back in order (any merge is still a permutation of the node's rows, so this is about memory
+    access, never about which rows a node holds). Without it every rejected grow left two interleaved
+    runs behind, and after a few sweeps the passes over a leaf's rows were random gathers.
+    """
+    tmp = np.empty(e - s, dtype=pj.dtype)
+    i = s
+    j = mid
+    q = 0
+    while i < mid and j < e:
+        if pj[j] < pj[i]:
+            tmp[q] = pj[j]
+            j += 1
+        else:
+            tmp[q] = pj[i]
+            i += 1
+        q += 1
+    while i < mid:
+        tmp[q] = pj[i]
+        i += 1
+        q += 1
+    while j < e:
+        tmp[q] = pj[j]
+        j += 1
+        q += 1
+    for q in range(e - s):
+        pj[s + q] = tmp[q]
+

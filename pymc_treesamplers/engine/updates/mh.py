@@ -1,0 +1,53 @@
+"""Metropolis-Hastings tree update: one proposal per tree from a mixture of grow, prune, change
+and swap (Chipman, George & McCulloch 1998); with change and swap at zero, grow/prune only."""
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ..driver import register_update
+from ..moves.cgm import MoveBuffers, change_move, new_move_buffers, swap_move
+from ..moves.growprune import grow_move, prune_move
+from ..nodes import LEFT
+
+MOVE_GROW, MOVE_PRUNE, MOVE_CHANGE, MOVE_SWAP = range(4)
+
+
+class MHScratch(NamedTuple):
+    """``probs`` (grow, prune, change, swap), move buffers, and the move each tree last proposed."""
+
+    probs: np.ndarray
+    mb: MoveBuffers
+    moves: np.ndarray
+
+
+def new_mh_scratch(probs, p: int, n: int, m: int) -> MHScratch:
+    """Scratch for :func:`mh_update` on ``m`` trees over ``n`` rows and ``p`` covariates."""
+    return MHScratch(np.asarray(probs, dtype=np.float64), new_move_buffers(p, n), np.zeros(m, dtype=np.int64))
+
+
+@register_update(MHScratch)
+@numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
+def mh_update(rng, j, t, data, prior, ps, sk):
+    """One MH proposal for tree ``j``; returns 1 if accepted. A root-only tree proposes a grow with
+    probability 1; every other tree draws the move type from ``sk.probs``."""
+    probs = sk.probs
+    if t.ints[0, LEFT] < 0:
+        sk.moves[j] = MOVE_GROW
+        return int(grow_move(rng, t, data, prior, ps, sk.mb.scratch_p, 0.0, math.log(probs[1])))
+    u = rng.random()
+    if u < probs[0]:
+        sk.moves[j] = MOVE_GROW
+        return int(grow_move(rng, t, data, prior, ps, sk.mb.scratch_p, math.log(probs[0]), math.log(probs[1])))
+    u -= probs[0]
+    if u < probs[1]:
+        sk.moves[j] = MOVE_PRUNE
+        return int(prune_move(rng, t, prior, ps, math.log(probs[0]), math.log(probs[1])))
+    u -= probs[1]
+    if u < probs[2]:
+        sk.moves[j] = MOVE_CHANGE
+        return int(change_move(rng, t, data, prior, ps, sk.mb))
+    sk.moves[j] = MOVE_SWAP
+    return int(swap_move(rng, t, data, prior, ps, sk.mb))

@@ -1,0 +1,140 @@
+"""Any elementwise likelihood, through a host object that evaluates it (the compiled PyTensor graph).
+
+The working model, the proposal and the Metropolis-Hastings correction are those of
+:mod:`.families`; only the log-likelihood and its derivatives come from a Python host object instead
+of a numba family, called from the compiled driver through ``numba.objmode`` (about 10 us per call
+plus the host's own O(n) evaluation: correct for every elementwise likelihood, slower than a family).
+
+A host is registered under an integer key (:func:`register_host`) and provides
+``derivs(f, grad, curv)``, filling the gradient of the log-likelihood in the BART value ``f`` and a
+positive working curvature (rows with none get 0: the working model ignores them and the correction
+accounts for them), and ``loglik(f) -> float``.
+
+>>> class Flat:
+...     def derivs(self, f, grad, curv):
+...         grad[:] = 0.0
+...         curv[:] = 0.0
+...     def loglik(self, f):
+...         return 0.0
+>>> import numpy as np
+>>> lik = graph_lik(register_host(Flat()), 0.0, np.zeros(3))
+>>> lik.ll.tolist()
+[0.0]
+"""
+
+import itertools
+import math
+import warnings
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ..engine.driver import register_likelihood
+from ..engine.records import Pseudo
+from ..engine.tree import add_tree
+from .families import CENTER_MAX, CENTER_STEPS, CENTER_TOL, score_info, set_working_row
+
+# The driver is nogil; its objmode calls into the host take the GIL for their duration, which is all
+# numba's warning says (such a sweep cannot run in parallel with another thread's Python).
+warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel execution",
+                        category=numba.NumbaWarning)
+
+_HOSTS: dict[int, object] = {}
+_KEYS = itertools.count(1)
+
+
+def register_host(host, key: int | None = None) -> int:
+    """Make ``host`` reachable from compiled code under ``key`` (a new key if None); returns the key."""
+    key = next(_KEYS) if key is None else int(key)
+    _HOSTS[key] = host
+    return key
+
+
+def _host_derivs(key, f, grad, curv):
+    _HOSTS[key].derivs(f, grad, curv)
+
+
+def _host_loglik(key, f, out):
+    out[0] = _HOSTS[key].loglik(f)
+
+
+class GraphLik(NamedTuple):
+    """Likelihood record of a host-evaluated likelihood: ``key`` of the host; ``mu0``, ``s2``, ``f``, ``g``,
+    ``z``, ``r``, ``w``, ``counts`` as in :class:`.families.FamilyLik`; ``x`` (n,) a point to
+    evaluate at; ``ll`` (1,) the log-likelihood at ``f``; ``ll_new`` (1,) at the proposal."""
+
+    key: np.int64
+    mu0: float
+    s2: float
+    f: np.ndarray
+    g: np.ndarray
+    z: np.ndarray
+    r: np.ndarray
+    w: np.ndarray
+    x: np.ndarray
+    ll: np.ndarray
+    ll_new: np.ndarray
+    counts: np.ndarray
+
+
+def graph_lik(key: int, mu0: float, f, s2: float = 1.0) -> GraphLik:
+    """A :class:`GraphLik` at the BART value ``f`` (its log-likelihood evaluated once here); ``mu0``, ``s2``:
+    the leaf prior."""
+    f = np.array(f, dtype=np.float64)
+    n = f.shape[0]
+    lik = GraphLik(np.int64(key), float(mu0), float(s2), f, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                   np.zeros(n), np.zeros(1), np.zeros(1), np.zeros(2, dtype=np.int64))
+    _host_loglik(key, f, lik.ll)
+    return lik
+
+
+@numba.njit(cache=True)
+def _pseudo(lik, j, tree):
+    # expanded at the other trees' fit plus the constant that fits best there, as families.py's
+    # _centred_rows: one host call per Newton step, one when the leaf prior mean is already good
+    g = lik.g
+    g[:] = 0.0
+    add_tree(tree, g, 1.0)
+    prec0 = 1.0 / lik.s2
+    sd = math.sqrt(lik.s2)
+    c = lik.mu0
+    for it in range(CENTER_STEPS):
+        for i in range(g.shape[0]):
+            lik.x[i] = lik.f[i] - g[i] + c
+        # z holds the gradient until it is turned into the working response
+        with numba.objmode():
+            _host_derivs(lik.key, lik.x, lik.z, lik.w)
+        for i in range(g.shape[0]):
+            set_working_row(lik, i, c, lik.z[i], lik.w[i])
+        score, info = score_info(lik.w, lik.z, c)
+        step = (score - (c - lik.mu0) * prec0) / (info + prec0)
+        if not (abs(step) >= CENTER_TOL * sd) or it == CENTER_STEPS - 1:
+            break
+        c += max(-CENTER_MAX * sd, min(CENTER_MAX * sd, step))
+    return Pseudo(lik.r, lik.w, 1)
+
+
+@numba.njit(cache=True)
+def _accept(rng, lik, j, old, new, ps):
+    # the proposal's fit from its leaves, not z - r (families.py's _accept says why)
+    work = 0.0
+    for i in range(lik.f.shape[0]):
+        d_old = lik.z[i] - lik.g[i]
+        lik.x[i] = lik.f[i] - lik.g[i]
+        work += 0.5 * lik.w[i] * (lik.r[i] * lik.r[i] - d_old * d_old)
+    add_tree(new, lik.x, 1.0)
+    with numba.objmode():
+        _host_loglik(lik.key, lik.x, lik.ll_new)
+    log_ratio = lik.ll_new[0] - lik.ll[0] + work
+    lik.counts[0] += 1
+    if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
+        return False
+    lik.counts[1] += 1
+    lik.ll[0] = lik.ll_new[0]
+    for i in range(lik.f.shape[0]):
+        lik.f[i] = lik.x[i]
+    return True
+
+
+register_likelihood(GraphLik, _pseudo, _accept)
