@@ -163,7 +163,8 @@ def render(saved: dict) -> str:
             f"from this run's ms/iter and process overheads: {_default_run_s(ok) / 60:.1f} min.",
             "",
         ]
-    lines += [f"Raw results (incl. the log-likelihood traces): `{saved['meta']['json']}`.", ""]
+    lines += [f"Results: `{saved['meta']['json']}` (summaries; the per-draw log-likelihood and leaf-count traces "
+              "are regenerated into `raw/` beside it, outside git, with their sha256 recorded there).", ""]
     for r in results:
         if r.get("status") == "error":
             lines += [f"Error in {r['spec']['sampler']}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
@@ -279,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(s, {"sampler": s, **{k: settings[k] for k in per_run}, "data": str(args.data)})
             for s in pg_paper.RUN_ORDER if s in args.samplers]
     results = harness.run_specs(MODULE, args, runs, pg_paper.describe)
-    return harness.finish(MODULE, argv, args, settings, results, render)
+    raw = pg_paper.move_traces(results, args.json, harness.command_line(MODULE, argv))
+    return harness.finish(MODULE, argv, args, settings, results, render, raw=raw)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,11 @@ Problem: ``pymc_treesamplers.datasets.friedman1_train_test``: y = 10 sin(pi x1 x
 1000 fresh rows (noise-free f), the first 25 of them the fixed points for the ESS of f.
 
 Every (sampler, n, m) runs in its own child process (``benchmarks.harness``); its numbers are
-saved as ``<results-dir>/<key>.json`` (+ ``.npz`` of the draws), which ``--reuse`` loads instead
-of rerunning. The rows of a report are saved together in ``benchmarks/results/<report>.json``,
-from which ``--render-only`` rebuilds the report.
+saved as ``<results-dir>/<key>.json``, which ``--reuse`` loads instead of rerunning; its draws go
+to ``<results-dir>/raw/<key>.npz``, kept out of git (the JSON records the file's sha256 and the
+command that regenerates it: ``python -m benchmarks.harness --verify-raw`` checks them). The rows
+of a report are saved together in ``benchmarks/results/<report>.json``, from which
+``--render-only`` rebuilds the report.
 """
 
 from __future__ import annotations
@@ -235,7 +237,7 @@ def _fit_stochtree(spec: dict, X, y, X_test) -> tuple[dict, np.ndarray, np.ndarr
 
 
 def worker_body(spec: dict) -> dict:
-    """Fit one configuration; its draws go to spec['out_npz'], its numbers are returned."""
+    """Fit one configuration; its draws go to spec['out_npz'] (recorded under "raw"), its numbers are returned."""
     from pymc_treesamplers.datasets import friedman1_train_test
 
     X, y, _, X_test, f_test_true = friedman1_train_test(spec["n"], spec["seed"], n_test=N_TEST)
@@ -247,13 +249,14 @@ def worker_body(spec: dict) -> dict:
         raise RuntimeError(f"predictions have shape {f_test.shape}, expected {expected}")
     out.update(info)
     out.update(fit_metrics(sigma, f_test, f_test_true, info["wall_s"]))
-    Path(spec["out_npz"]).parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        spec["out_npz"],
-        sigma=sigma,
-        f_ess_points=f_test[:, :, :N_ESS],
-        post_mean_f_test=f_test.mean(axis=(0, 1)),
-        ess_bulk_f=bulk_ess(f_test[:, :, :N_ESS]),
+    out["raw"] = harness.save_raw(
+        Path(spec["out_npz"]),
+        {
+            "sigma": sigma,
+            "f_ess_points": f_test[:, :, :N_ESS],
+            "post_mean_f_test": f_test.mean(axis=(0, 1)),
+            "ess_bulk_f": bulk_ess(f_test[:, :, :N_ESS]),
+        },
     )
     return out
 
@@ -264,6 +267,18 @@ def worker_body(spec: dict) -> dict:
 def config_key(sampler: str, n: int, m: int, args) -> str:
     par = f"threads{args.stochtree_threads}" if sampler == "stochtree" else f"cores{args.cores}"
     return f"{sampler}_n{n}_m{m}_c{args.chains}_t{args.tune}_d{args.draws}_{par}_seed{args.seed}"
+
+
+def regenerate_command(spec: dict, results_base: str, quick: bool) -> str:
+    """The command that measures one configuration again (its JSON and raw draws in ``results_base``),
+    without touching the docs."""
+    key = spec.get("key") or "config"
+    argv = ["--samplers", spec["sampler"], "--sizes", spec["n"], "--trees", spec["m"], "--tune", spec["tune"],
+            "--draws", spec["draws"], "--chains", spec["chains"], "--cores", spec["cores"],
+            "--stochtree-threads", spec["threads"], "--seed", spec["seed"], "--no-saved-refs",
+            "--results-dir", results_base, *(["--quick"] if quick else []),
+            "--out", f"/tmp/{key}.md", "--json", f"/tmp/{key}.json"]
+    return harness.command_line(MODULE, [str(a) for a in argv])
 
 
 def results_dir(args) -> Path:
@@ -291,15 +306,18 @@ def run_config(sampler: str, n: int, m: int, args) -> dict:
         "cores": args.cores,
         "threads": args.stochtree_threads,
         "seed": args.seed,
-        "out_npz": str(saved.with_suffix(".npz")),
+        "out_npz": str(results_dir(args) / "raw" / f"{key}.npz"),
     }
     res = harness.run_worker(MODULE, spec, results_dir(args) / "logs" / f"{key}.log", args.timeout_min * 60)
     res["key"] = key
     res.update(harness.environment())  # saved results outlive this run: each keeps its own environment
     if res.get("status") == "ok":
+        if "raw" in res:
+            base = harness.rel(args.results_dir)
+            res["raw"]["regenerate"] = regenerate_command(dict(spec, key=key), base, args.quick)
         harness.save_json(res, saved)
     else:
-        saved.with_suffix(".npz").unlink(missing_ok=True)
+        Path(spec["out_npz"]).unlink(missing_ok=True)
     return dict(res, source="run")
 
 
@@ -463,8 +481,9 @@ def render(saved: dict) -> str:
         "",
         _details(results),
         "",
-        f"Raw per-run JSON (+ .npz with σ draws, f draws at the 25 ESS points and the posterior mean of f) in "
-        f"`{st['results_dir']}/`.",
+        f"Per-run JSON in `{st['results_dir']}/`; the draws behind it (σ, f at the 25 ESS points, the posterior "
+        f"mean of f) are regenerated into `{st['results_dir']}/raw/` (outside git; each JSON records the file's "
+        "sha256 and the command that remakes it).",
         "",
     ]
     for r in results:

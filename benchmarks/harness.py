@@ -13,6 +13,12 @@ same way for every benchmark:
   and ``results``; the script's ``render(saved)`` turns it into ``docs/<report>.md``, so a report
   can always be rebuilt from its JSON (``--render-only``; ``python -m benchmarks.harness`` rebuilds
   all of them).
+* A report is measured and written only from a clean tree (:func:`require_clean_tree`, asked before
+  the run and again before writing; ``BENCH_ALLOW_DIRTY=1`` writes it anyway, marked ``-dirty``).
+  Re-rendering saved JSON does not ask: it measures nothing.
+* Git keeps the summaries the reports show; draws and traces go to an ignored ``raw/`` folder, and the
+  JSON records each file's size, sha256 and the command that regenerates it (:func:`save_raw`,
+  :func:`load_raw`; ``python -m benchmarks.harness --verify-raw``).
 * :func:`fmt`, :func:`md_table`, :func:`column_table` (a table from ``(header, cell)`` pairs),
   :func:`header_lines`, :func:`contention_note` and :func:`source_line` are the pieces every
   report shares.
@@ -37,6 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,20 +103,70 @@ def package_versions(names: tuple[str, ...] = CORE_PACKAGES + PEER_PACKAGES) -> 
     return out
 
 
-def git_state(repo: Path) -> str | None:
-    """Short HEAD of ``repo``, ``-dirty`` if the package or the benchmarks have local changes; None if unknown."""
+# the sources that make a report's numbers: the package, the benchmark scripts and the build settings; not
+# what the runs write (benchmarks/results, docs), so that a run's own outputs do not make its tree dirty
+SOURCE_PATHSPEC = ("pymc_treesamplers", "benchmarks", "pyproject.toml", ":(exclude)benchmarks/results")
+# BENCH_ALLOW_DIRTY=1: write a report from a tree with local changes anyway (its git state says -dirty)
+ALLOW_DIRTY_ENV = "BENCH_ALLOW_DIRTY"
+
+
+class DirtyTreeError(RuntimeError):
+    """A report was about to be measured or written from a tree whose sources have local changes."""
+
+
+def dirty_paths(repo: Path) -> list[str] | None:
+    """The sources of ``repo`` (:data:`SOURCE_PATHSPEC`) with local changes, untracked files included
+    (``git status --porcelain`` lines); None if git cannot tell (no git, not a checkout)."""
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--", "pymc_treesamplers", "benchmarks"],
-            capture_output=True,
-            text=True,
+        st = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--", *SOURCE_PATHSPEC], capture_output=True, text=True
         )
     except OSError:
         return None
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    if st.returncode != 0:
+        return None
+    return [line for line in st.stdout.splitlines() if line.strip()]
+
+
+def git_state(repo: Path) -> str | None:
+    """Short HEAD of ``repo``, ``-dirty`` if its sources (:data:`SOURCE_PATHSPEC`) have local changes; None
+    if unknown."""
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    except OSError:
+        return None
+    if head.returncode != 0:
+        return None
+    dirty = dirty_paths(repo)
+    return head.stdout.strip() + ("-dirty" if dirty is None or dirty else "")
+
+
+def require_clean_tree(repo: Path, what: str, since: str | None = None) -> str | None:
+    """The git state of ``repo`` before measuring or writing ``what`` (a report): raises
+    :class:`DirtyTreeError` when its sources have local changes, when git cannot tell, or when the state
+    is no longer ``since`` (the state at the start of the run), unless ``BENCH_ALLOW_DIRTY=1``; then
+    the report is written, and its git state (in the JSON and the report's header) ends in ``-dirty``.
+
+    Re-rendering saved JSON (``make bench-render``, ``--render-only``) measures nothing and does not ask.
+    """
+    dirty, state = dirty_paths(repo), git_state(repo)
+    if dirty is None or state is None:
+        reason = f"git cannot tell whether {repo} is a clean checkout"
+    elif dirty:
+        shown = "; ".join(d.strip() for d in dirty[:8]) + (f"; and {len(dirty) - 8} more" if len(dirty) > 8 else "")
+        reason = f"the sources have local changes ({shown})"
+    elif since is not None and state != since:
+        reason = f"the checkout moved from {since} to {state} during the run"
+    else:
+        return state
+    if os.environ.get(ALLOW_DIRTY_ENV) == "1":
+        print(f"warning: {reason}; writing {what} anyway ({ALLOW_DIRTY_ENV}=1), marked git {state}", file=sys.stderr)
+        return state
+    raise DirtyTreeError(
+        f"refusing to write {what}: {reason}. A report is generated only from a clean tree: see `git status`, "
+        f"commit or stash the changes, and rerun (or set {ALLOW_DIRTY_ENV}=1 to write it anyway, marked '-dirty'). "
+        "Re-rendering saved JSON (`make bench-render`) needs no clean tree."
+    )
 
 
 def environment(repo: Path = ROOT) -> dict:
@@ -338,6 +395,11 @@ def start(argv: list[str] | None, parse_args: Callable[[list[str]], argparse.Nam
         return argv, args, worker_main(args.worker, worker_body)
     if args.render_only:
         return argv, args, rerender(args.json, args.out)
+    try:  # before hours of sampling, not after: a report is generated only from a clean tree
+        args.git_at_start = require_clean_tree(ROOT, f"the report {rel(args.out or args.json)}")
+    except DirtyTreeError as exc:
+        print(exc, file=sys.stderr)
+        return argv, args, 2
     return argv, args, None
 
 
@@ -357,10 +419,18 @@ def run_specs(module: str, args: argparse.Namespace, runs: list[tuple[str, dict]
 
 
 def finish(module: str, argv: list[str], args: argparse.Namespace, settings: dict, results,
-           render: Callable[[dict], str]) -> int:
-    """Save the run's JSON, write its report and print it."""
+           render: Callable[[dict], str], raw: list[dict] = ()) -> int:
+    """Save the run's JSON, write its report and print it; ``raw``: the records of its raw files
+    (:func:`save_raw`), kept in the JSON's ``meta``. 2 when the tree is not clean (:func:`publish`)."""
     saved = {"meta": report_meta(module, argv, args.out, args.json), "settings": settings, "results": results}
-    print(publish(saved, render))
+    if raw:
+        saved["meta"]["raw"] = list(raw)
+    try:
+        text = publish(saved, render, since=getattr(args, "git_at_start", None))
+    except DirtyTreeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(text)
     return 0
 
 
@@ -416,6 +486,97 @@ def load_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
+# =========================================================================== raw files
+#
+# Draws and traces that a report does not show are not kept in git: they go to a ``raw/`` folder next
+# to the results (ignored by git), and the summary JSON keeps a record of each file (its path, size,
+# sha256 and the command that regenerates it). ``python -m benchmarks.harness --verify-raw`` checks them.
+
+
+def save_raw(path: Path, arrays: dict[str, np.ndarray], regenerate: str | None = None) -> dict:
+    """Write ``arrays`` as an ``.npz`` whose bytes depend on the arrays alone (fixed zip timestamps: a
+    rerun that draws the same numbers gives the same checksum) and return its :func:`raw_record`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(arrays):
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with zf.open(info, "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asarray(arrays[name]), allow_pickle=False)
+    tmp.replace(path)
+    return raw_record(path, regenerate)
+
+
+def raw_record(path: Path, regenerate: str | None = None) -> dict:
+    """What a summary JSON keeps of a raw file: path (from the repository), size, sha256, and the command
+    that regenerates it."""
+    data = Path(path).read_bytes()
+    rec = {"path": rel(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if regenerate:
+        rec["regenerate"] = regenerate
+    return rec
+
+
+def raw_status(record: dict) -> str:
+    """'ok', 'missing' or 'differs' (the file there is not the one the record describes)."""
+    p = Path(record["path"])
+    p = p if p.is_absolute() else ROOT / p
+    if not p.exists():
+        return "missing"
+    return "ok" if hashlib.sha256(p.read_bytes()).hexdigest() == record["sha256"] else "differs"
+
+
+def load_raw(record: dict) -> dict[str, np.ndarray]:
+    """The arrays of a raw file recorded by :func:`save_raw`, after checking its checksum. Raw files are
+    not in git: a missing one raises FileNotFoundError naming the command that regenerates it."""
+    status = raw_status(record)
+    how = record.get("regenerate", "rerunning the benchmark that recorded it")
+    if status == "missing":
+        raise FileNotFoundError(
+            f"{record['path']} is not here (raw draws and traces are kept out of git): `{how}` regenerates it; "
+            f"`python -m benchmarks.harness --verify-raw` then checks it against sha256 {record['sha256']}"
+        )
+    if status == "differs":
+        raise ValueError(
+            f"{record['path']} is not the file its results recorded (sha256 {record['sha256']}): regenerated "
+            f"by other code, versions or machine? `{how}` regenerates it together with its summary"
+        )
+    p = Path(record["path"])
+    with np.load(p if p.is_absolute() else ROOT / p) as z:
+        return {k: z[k] for k in z.files}
+
+
+def raw_records(obj) -> list[dict]:
+    """Every raw-file record anywhere in a saved JSON object."""
+    if isinstance(obj, dict):
+        if {"path", "bytes", "sha256"} <= obj.keys():
+            return [obj]
+        return [rec for v in obj.values() for rec in raw_records(v)]
+    if isinstance(obj, list):
+        return [rec for v in obj for rec in raw_records(v)]
+    return []
+
+
+def verify_raw() -> int:
+    """``--verify-raw``: check every raw file recorded in ``benchmarks/results`` against its checksum; 1 if
+    one is missing or differs (each with the command that regenerates it)."""
+    seen: dict[str, dict] = {}
+    for js in sorted(RESULTS_DIR.rglob("*.json")):
+        if "raw" not in js.relative_to(RESULTS_DIR).parts:
+            for rec in raw_records(load_json(js)):
+                seen.setdefault(rec["path"], rec)
+    bad = 0
+    for path, rec in sorted(seen.items()):
+        status = raw_status(rec)
+        bad += status != "ok"
+        how = f": `{rec['regenerate']}` regenerates it" if status != "ok" and rec.get("regenerate") else ""
+        print(f"{path}: {status}{how}", file=sys.stderr)
+    print(f"{len(seen) - bad} of {len(seen)} recorded raw files present and as recorded", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def rel(path: Path | str) -> str:
     """``path`` relative to the repository (``../x`` for a sibling of it), as reports show it."""
     p = Path(path)
@@ -428,8 +589,9 @@ def rel(path: Path | str) -> str:
 
 
 def report_meta(module: str, argv: list[str], out: Path | None, json_path: Path) -> dict:
-    """Where a report comes from: command, time, git state, machine, versions, and its two files (no markdown: None)."""
-    return {
+    """Where a report comes from: command, time, git state, machine, versions, and its two files (no markdown:
+    None); from a tree with local changes (``BENCH_ALLOW_DIRTY=1``) also ``dirty``, the changed sources."""
+    meta = {
         "module": module,
         "argv": list(argv),
         "generated": utc_now(),
@@ -439,6 +601,10 @@ def report_meta(module: str, argv: list[str], out: Path | None, json_path: Path)
         "out": rel(out) if out is not None else None,
         "json": rel(json_path),
     }
+    dirty = dirty_paths(ROOT)
+    if dirty:
+        meta["dirty"] = dirty
+    return meta
 
 
 def render_saved(json_path: Path) -> tuple[Path | None, str]:
@@ -449,9 +615,20 @@ def render_saved(json_path: Path) -> tuple[Path | None, str]:
     return (ROOT / out if out else None), module.render(saved)
 
 
-def publish(saved: dict, render: Callable[[dict], str]) -> str:
-    """Save a report's JSON, render it from exactly that, write the markdown (if it has one); return the text."""
+def publish(saved: dict, render: Callable[[dict], str], since: str | None = None) -> str:
+    """Save a report's JSON, render it from exactly that, write the markdown (if it has one); return the text.
+
+    Only from a clean tree (:func:`require_clean_tree`; ``since``: the git state at the start of the run):
+    else raises :class:`DirtyTreeError`, writes neither file and keeps the JSON in ``raw/rejected/``
+    (ignored by git), so that a long run is not lost.
+    """
     meta = saved["meta"]
+    try:
+        require_clean_tree(ROOT, " and ".join(f for f in (meta.get("out"), meta["json"]) if f), since)
+    except DirtyTreeError as exc:
+        kept = RESULTS_DIR / "raw" / "rejected" / Path(meta["json"]).name
+        save_json(saved, kept)
+        raise DirtyTreeError(f"{exc} This run's results are kept in {rel(kept)}.") from None
     save_json(saved, ROOT / meta["json"])
     text = render(load_json(ROOT / meta["json"]))
     if meta.get("out"):
@@ -609,13 +786,18 @@ def machine_text(m: dict) -> str:
     return f"{m['nproc']} CPUs ({m['cpu_model']}), {m['ram_gb']} GB RAM, Python {m['python']}, {m['platform']}"
 
 
+def command_line(module: str, argv: list[str]) -> str:
+    """``python -m <module> <argv>``, as a report shows the command that made it."""
+    return " ".join(["python -m", module, *(shlex.quote(a) for a in argv)])
+
+
 def header_lines(title: str, meta: dict, packages: tuple[str, ...] = CORE_PACKAGES, runs: list[dict] = ()) -> list[str]:
     """Title, command, git, machine and versions of a report.
 
     ``runs``: measured configurations that carry their own ``machine`` (saved results reused from
     earlier sessions); the ones measured on another machine than the report's are counted.
     """
-    command = " ".join(["python -m", meta["module"], *(shlex.quote(a) for a in meta["argv"])])
+    command = command_line(meta["module"], meta["argv"])
     git = f" (git {meta['git']})" if meta.get("git") else ""
     vers = meta["versions"]
     shown = ", ".join(f"{k} {vers[k]}" for k in packages if vers.get(k))
@@ -657,10 +839,19 @@ def source_line(meta: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m benchmarks.harness``: rebuild every saved report from its JSON."""
+    """``python -m benchmarks.harness``: rebuild every saved report from its JSON.
+
+    It measures nothing, so it runs on a dirty tree too: the numbers and the git state in each report are
+    the saved ones; only the text around them comes from the checkout's render code.
+    """
     parser = argparse.ArgumentParser(prog="python -m benchmarks.harness", description=main.__doc__)
     parser.add_argument("--check", action="store_true", help="only report which docs differ from their JSON")
+    parser.add_argument(
+        "--verify-raw", action="store_true", help="check the raw files (draws, traces) the results record, by sha256"
+    )
     args = parser.parse_args(argv)
+    if args.verify_raw:
+        return verify_raw()
     stale = 0
     for path in saved_reports():
         out, text = render_saved(path)

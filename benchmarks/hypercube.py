@@ -158,7 +158,8 @@ def render(saved: dict) -> str:
         "",
     ]
     lines += ["## Details", "", _details(results), ""]
-    lines += [f"Raw results (incl. the log-likelihood traces): `{saved['meta']['json']}`.", ""]
+    lines += [f"Results: `{saved['meta']['json']}` (summaries; the per-draw log-likelihood and leaf-count traces "
+              "are regenerated into `raw/` beside it, outside git, with their sha256 recorded there).", ""]
     for r in results:
         if r.get("status") == "error":
             sp = r["spec"]
@@ -344,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(f"D{D} {s}", {"D": D, "sampler": s, "beta": BETA[D], **{k: settings[k] for k in per_run}})
             for D in args.dims for s in pg_paper.RUN_ORDER if s in args.samplers]
     results = harness.run_specs(MODULE, args, runs, pg_paper.describe)
-    return harness.finish(MODULE, argv, args, settings, results, render)
+    raw = pg_paper.move_traces(results, args.json, harness.command_line(MODULE, argv))
+    return harness.finish(MODULE, argv, args, settings, results, render, raw=raw)
 
 
 if __name__ == "__main__":

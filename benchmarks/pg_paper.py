@@ -6,12 +6,14 @@ chain per seed, sigma^2 by NUTS under Chipman's inverse gamma prior; the mixing 
 effective sample size of the trace of the training log-likelihood ``sum_i log N(y_i | mu_i,
 sigma)``, computed from the posterior draws of ``mu`` (sum of trees at the training rows) and
 ``sigma``. Worker side (:func:`fit_bart`, :func:`summarise_chain`) and the per-row numbers both
-reports show (:func:`row_numbers`).
+reports show (:func:`row_numbers`). The chains' per-draw traces leave the report's JSON for an ignored
+raw file, after the numbers the reports show from them are stored (:func:`move_traces`).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +37,8 @@ PG_PIMH_KW = {"num_particles": 50, "pimh": 1}
 # per-draw stats of the BART step averaged over the kept draws (those the step reports)
 STEP_STATS = ("n_leaves", "tree_depth", "accept", "kept_old", "stages", "pimh_accept", "moves_accept")
 WARMUP_ITERS = (3, 3)  # (tune, draws) of the untimed warm-up run (numba JIT / cache load)
+# per-draw traces of a chain (kept draws): the across-chain R-hat and ESS come from them
+TRACES = ("loglik_trace", "n_leaves_trace")
 
 
 def make_step(pmt, sampler: str, mu, particles: int):
@@ -219,6 +223,39 @@ def across_chain_ess(chains: list[dict], key: str = "loglik_trace") -> float | N
     return None if arr is None else float(bulk_ess(arr))
 
 
+def across_chain_numbers(chains: list[dict]) -> dict:
+    """What the reports show from the chains' traces: R-hat and multi-chain ESS of the log-likelihood and
+    of the number of leaves."""
+    return {
+        "rhat": across_chain_rhat(chains),
+        "rhat_leaves": across_chain_rhat(chains, "n_leaves_trace"),
+        "ess_multi": across_chain_ess(chains),
+        "ess_multi_leaves": across_chain_ess(chains, "n_leaves_trace"),
+    }
+
+
+def move_traces(results: list[dict], json_path: Path, regenerate: str) -> list[dict]:
+    """Take the per-draw traces out of ``results`` (in place) before they are saved: each successful
+    result keeps :func:`across_chain_numbers` under ``"across_chains"``, and the traces go to
+    ``raw/<report>.npz`` next to the report's JSON (ignored by git), as arrays ``r<i>_c<j>_<trace>``
+    (result i of ``results``, chain j). Returns the file's record (:func:`harness.save_raw`), or [] when
+    there was no trace."""
+    arrays = {}
+    for i, r in enumerate(results):
+        if r.get("status") == "ok" and "chains" in r:
+            r["across_chains"] = across_chain_numbers(r["chains"])
+        for j, c in enumerate(r.get("chains", [])):
+            for key in TRACES:
+                if key in c:
+                    arrays[f"r{i}_c{j}_{key}"] = np.asarray(c.pop(key), dtype=float)
+    if not arrays:
+        return []
+    json_path = Path(json_path)
+    rec = harness.save_raw(json_path.parent / "raw" / f"{json_path.stem}.npz", arrays, regenerate)
+    rec["contents"] = "r<i>_c<j>_<trace>: per-draw trace of chain j of results[i], " + ", ".join(TRACES)
+    return [rec]
+
+
 def row_numbers(res: dict) -> dict:
     """Means over a configuration's chains of everything the PG reports show."""
     ch = res["chains"]
@@ -246,9 +283,10 @@ def row_numbers(res: dict) -> dict:
             ("rmse_ols", "rmse_ols"),
         )
     }
-    return dict(mean, ess_bulk_range=range_of(ch, "ess_bulk_loglik"), rhat=across_chain_rhat(ch),
-                rhat_leaves=across_chain_rhat(ch, "n_leaves_trace"), ess_multi=across_chain_ess(ch),
-                ess_multi_leaves=across_chain_ess(ch, "n_leaves_trace"), pimh_accept=mean_of(ch, "pimh_accept_mean"))
+    # saved results keep the across-chain numbers, not the traces (move_traces); a fresh result has the traces
+    across = res["across_chains"] if "across_chains" in res else across_chain_numbers(ch)
+    return dict(mean, ess_bulk_range=range_of(ch, "ess_bulk_loglik"), **across,
+                pimh_accept=mean_of(ch, "pimh_accept_mean"))
 
 
 def with_numbers(results: list[dict]) -> list[dict]:

@@ -33,9 +33,9 @@ def worker_body(spec: dict) -> dict:
 
     import pymc_treesamplers as pmt
     from pymc_treesamplers.datasets import hypercube
-    from pymc_treesamplers.kernels import smc
-    from pymc_treesamplers.layout import FALSE, TRUE
-    from pymc_treesamplers.records import Pseudo, tree_of
+    from pymc_treesamplers.engine import smc
+    from pymc_treesamplers.engine.nodes import FALSE, TRUE
+    from pymc_treesamplers.engine.records import Pseudo, tree_of
     from pymc_treesamplers.steps.pg import _PROPOSALS
 
     D, proposal = CASES[spec["case"]]
