@@ -7,6 +7,8 @@ package's public names (rendered from their docstrings by mkdocstrings).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shutil
 import sys
@@ -59,14 +61,42 @@ def api_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def package_stamp() -> str:
+    """A hash of the package's files: mkdocs-jupyter executes the notebooks at build time and caches each
+    rendered page by the notebook file's bytes, so the copies carry this hash and a change to the package
+    executes them again."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "pymc_treesamplers").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def stamped(notebook: str, stamp: str) -> str:
+    """The notebook as the site executes it: stamped with the package's hash, and with ``%matplotlib inline``
+    at the top of its first code cell. The figures that ``pmt.plots`` returns are plain matplotlib Figures,
+    not pyplot's, so a kernel shows them as images only once the inline backend is active (pyplot imported
+    or this magic); without it the page would show ``<Figure size ...>`` where each plot belongs."""
+    book = json.loads(notebook)
+    book.setdefault("metadata", {})["pymc_treesamplers_source"] = stamp
+    for cell in book.get("cells", []):
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else source
+            cell["source"] = "%matplotlib inline\n" + source
+            break
+    return json.dumps(book, indent=1, ensure_ascii=False) + "\n"
+
+
 def main() -> int:
     if OUT.exists():
         shutil.rmtree(OUT)
     (OUT / "notebooks").mkdir(parents=True)
     for page in sorted((ROOT / "docs").glob("*.md")):
         shutil.copy(page, OUT / page.name)
+    stamp = package_stamp()
     for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        shutil.copy(book, OUT / "notebooks" / book.name)
+        (OUT / "notebooks" / book.name).write_text(stamped(book.read_text(), stamp))
     (OUT / "index.md").write_text(home_page((ROOT / "README.md").read_text()))
     (OUT / "CHANGELOG.md").write_text(home_page((ROOT / "CHANGELOG.md").read_text()))
     (OUT / "api.md").write_text(api_page())
