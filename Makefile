@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # other files; a cache directory per hash of the sources that hold kernels (the package, and the test
 # files that write kernels of their own) makes every edit there recompile what depends on it, and editing
 # any other test recompiles nothing
-export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -l njit tests/*.py) | sort) | sha1sum | cut -c1-12)
+export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -rl --include='*.py' njit tests) | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
 	bench-routes bench-scale-readme bench-smctree bench-verify-raw \

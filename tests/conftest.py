@@ -1,11 +1,26 @@
 import os
 import sys
+from pathlib import Path
 
-# tests import their helpers (exact.py, kernel_chain.py) as top-level modules
-sys.path.insert(0, os.path.dirname(__file__))
+import pytest
+
 os.environ.setdefault("PYTENSOR_FLAGS", "")
 
-import pytest  # noqa: E402
+
+def _slow_list() -> set[str]:
+    """The test ids in tests/slow.txt (scripts/slow_tests.py); ``PMT_SLOW_LIST=""`` ignores the list."""
+    if os.environ.get("PMT_SLOW_LIST") == "":
+        return set()
+    lines = (Path(__file__).parent / "slow.txt").read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests listed in tests/slow.txt ``slow``: ``make check`` runs the rest."""
+    slow = _slow_list()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -4,16 +4,15 @@ checksum (issue 29). Fast: a throwaway git repository, no sampling."""
 import argparse
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the benchmarks package lives next to the package, not inside it
+from benchmarks import harness
 
-from benchmarks import harness  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -1,14 +1,13 @@
 """Every published benchmark report is exactly what its saved JSON renders to (docs and results cannot drift)."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the benchmarks package lives next to the package, not inside it
+from benchmarks import harness
 
-from benchmarks import harness  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 REPORTS = [
     "benchmarks",

@@ -3,7 +3,7 @@
 The prior, written here independently of binning.py: an unordered categorical covariate with K
 categories splits as "category k or another", k one of the categories with rows on both sides in the
 node, each such rule with ``1 / K`` of the covariate's weight (one-vs-rest: a 0/1 column per category);
-numeric covariates split as before. The enumeration of tests/exact.py over those columns is the exact
+numeric covariates split as before. The enumeration of tests/helpers/exact.py over those columns is the exact
 answer; each sampler runs its own step's split columns. Reading the categories as ordered numbers must
 fail.
 """
@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
-from exact import tiny_data
-from kernel_chain import assert_same_split_columns, coding_tv, step_split_columns
-from samplers import SAMPLERS
 
 import pymc_treesamplers as pmt
+from tests.helpers.exact import tiny_data
+from tests.helpers.kernel_chain import assert_same_split_columns, coding_tv, step_split_columns
+from tests.helpers.samplers import SAMPLERS
 
 LABELS = np.array(["north", "south", "east"])
 

@@ -11,11 +11,18 @@ against 0.027). Thresholds are the 99.9% quantile of the TV of iid multinomial s
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_partition_posterior, exact_partition_prior, tiny_data, tv_distance, tv_threshold
-from kernel_chain import chain_draws
-from test_split_points import _range_data
 
 import pymc_treesamplers as pmt
+from tests.helpers.exact import (
+    empirical,
+    exact_partition_posterior,
+    exact_partition_prior,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from tests.helpers.kernel_chain import chain_draws
+from tests.test_split_points import _range_data
 
 
 def ct_partition_draws(codes, r, w, horizon, n_draws, thin, seed, change=False, rotate=False, return_rates=False,

@@ -5,10 +5,10 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
-from fits import fit_friedman
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers import diagnostics as dg
+from tests.helpers.fits import fit_friedman
 
 
 def _tiny():

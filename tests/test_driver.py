@@ -15,10 +15,6 @@ import numba
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_partition_posterior, partition_key, tiny_data, tv_distance, tv_threshold
-from kernel_chain import make_step
-from samplers import MAIN
-from trees import grow_random
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
@@ -27,6 +23,17 @@ from pymc_treesamplers.engine.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.engine.nodes import CUT, END, FALSE, LEFT, PARENT, ROOT, START, VAR
 from pymc_treesamplers.engine.records import TreePrior, split_data, tree_of
 from pymc_treesamplers.testing import LazyGaussian
+from tests.helpers.exact import (
+    empirical,
+    exact_partition_posterior,
+    partition_key,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from tests.helpers.kernel_chain import make_step
+from tests.helpers.samplers import MAIN
+from tests.helpers.trees import grow_random
 
 
 @numba.njit(cache=True)

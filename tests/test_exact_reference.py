@@ -1,4 +1,4 @@
-"""Tests of the exact reference in ``tests/exact.py`` (not of the sampler).
+"""Tests of the exact reference in ``tests/helpers/exact.py`` (not of the sampler).
 
 They check the enumeration against hand calculations, against direct
 simulation of the prior, and against an independent Gaussian marginal
@@ -8,10 +8,12 @@ likelihood, and that the TV machinery flags deliberately wrong samplers.
 import doctest
 import math
 
-import exact
 import numpy as np
 import pytest
-from exact import (
+from scipy.stats import multivariate_normal
+
+from tests.helpers import exact
+from tests.helpers.exact import (
     _gaussian_logpdf,
     empirical,
     exact_log_evidence,
@@ -27,7 +29,6 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from scipy.stats import multivariate_normal
 
 
 def assert_dist_equal(got: dict, want: dict, tol: float = 1e-12) -> None:

@@ -13,10 +13,17 @@ sat at the threshold for one seed and fell to noise level, 0.011-0.015, at 100 a
 
 import numpy as np
 import pytest
-from exact import empirical, exact_partition_posterior, exact_partition_prior, tiny_data, tv_distance, tv_threshold
-from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
+from tests.helpers.exact import (
+    empirical,
+    exact_partition_posterior,
+    exact_partition_prior,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from tests.helpers.kernel_chain import chain_draws
 
 GROWPRUNE = (0.5, 0.5, 0.0, 0.0)
 CGM = (0.25, 0.25, 0.40, 0.10)

@@ -6,7 +6,7 @@ expands the log-likelihood at the other trees' fit plus the leaf prior mean and 
 Metropolis-Hastings. The default routes of the other families (augmentation, log-link leaves) are proven in
 tests/test_routes.py.
 
-The exact answer enumerates every tree of the tiny data set (tests/exact.py) with each leaf's
+The exact answer enumerates every tree of the tiny data set (tests/helpers/exact.py) with each leaf's
 marginal likelihood computed by quadrature over the leaf value, from scipy's log densities (not the
 package's). The chain is the step's own sweep with the likelihood record the step builds
 (``routes.families.FamilyLik``), so each tree update is the sampler's working-model kernel plus
@@ -17,14 +17,21 @@ multinomial samples of the same size, as everywhere.
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_partition_posterior, quadrature_leaf_term, tiny_data, tv_distance, tv_threshold
-from kernel_chain import chain_draws
-from samplers import SAMPLERS
 from scipy import special, stats
 
 from pymc_treesamplers.routes.families import ASYM_LAPLACE, LOGIT2, POISSON_LOG, PROBIT2, row_terms
 from pymc_treesamplers.routes.graph import graph_lik, register_host
 from pymc_treesamplers.testing import UncorrectedFamily
+from tests.helpers.exact import (
+    empirical,
+    exact_partition_posterior,
+    quadrature_leaf_term,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from tests.helpers.kernel_chain import chain_draws
+from tests.helpers.samplers import SAMPLERS
 
 CODES, R, _ = tiny_data(0)
 N_DRAWS = 5000

@@ -12,7 +12,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from exact import (
+from scipy import special, stats
+
+import pymc_treesamplers as pmt
+from tests.helpers.exact import (
     empirical,
     exact_partition_posterior,
     partition_keys_from_values,
@@ -21,9 +24,6 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from scipy import special, stats
-
-import pymc_treesamplers as pmt
 
 RNG = np.random.default_rng(0)
 N = 240

@@ -1,11 +1,11 @@
-"""Every sampler configuration of the registry (tests/samplers.py) against exact answers, end to end.
+"""Every sampler configuration of the registry (tests/helpers/samplers.py) against exact answers, end to end.
 
 For each entry: its kernel chain against enumeration of every tree on tiny data (m = 1), the tree
 prior under a flat likelihood, the sum of two trees against enumeration of every pair of
 partitions (m = 2: the backfitting itself), and, for one configuration per step class,
 ``pm.sample`` against enumeration, same-seed reproducibility and independent chains.
 Thresholds: the 99.9% quantile of the TV distance of iid multinomial samples of the same size
-(tests/exact.py), never widened.
+(tests/helpers/exact.py), never widened.
 """
 
 import functools
@@ -14,7 +14,9 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from exact import (
+
+import pymc_treesamplers as pmt
+from tests.helpers.exact import (
     empirical,
     exact_pair_posterior,
     exact_partition_posterior,
@@ -24,11 +26,9 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from fits import fit_friedman
-from kernel_chain import chain_draws
-from samplers import MAIN, SAMPLERS
-
-import pymc_treesamplers as pmt
+from tests.helpers.fits import fit_friedman
+from tests.helpers.kernel_chain import chain_draws
+from tests.helpers.samplers import MAIN, SAMPLERS
 
 
 def _assert_close(exact, keys):

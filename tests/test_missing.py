@@ -5,18 +5,18 @@ before; one with missing values splits either as ``x`` with the missing rows aft
 (they go right with the larger values) or as ``-x`` likewise (they go right with the smaller values),
 each with half the covariate's weight; within a direction the cut is uniform over the valid cuts of that
 coding (codes: ranks of the distinct values present, the missing rows one code above them all). The
-enumeration of tests/exact.py over those codes is the exact answer; each sampler runs its own step's
+enumeration of tests/helpers/exact.py over those codes is the exact answer; each sampler runs its own step's
 split columns. A coding that sends missing rows only one way (NaN as the largest value) must fail.
 """
 
 import numpy as np
 import pymc as pm
 import pytest
-from exact import tiny_data
-from kernel_chain import assert_same_split_columns, coding_tv, step_split_columns
-from samplers import SAMPLERS
 
 import pymc_treesamplers as pmt
+from tests.helpers.exact import tiny_data
+from tests.helpers.kernel_chain import assert_same_split_columns, coding_tv, step_split_columns
+from tests.helpers.samplers import SAMPLERS
 
 MISSING = [(1, 0), (4, 0), (3, 1)]  # (row, column) of the tiny data set missing
 
@@ -51,7 +51,7 @@ def test_step_codes_are_the_stated_coding():
     assert_same_split_columns(*step_split_columns(X, r, pmt.CGMStep), *stated_coding(X))
 
 
-# thinning raised where the registry's left kept states correlated on these data (tests/samplers.py's
+# thinning raised where the registry's left kept states correlated on these data (tests/helpers/samplers.py's
 # rule: raise thinning, never the threshold): Reshape at 10 sat at TV 0.036 / 0.033 / 0.022 over seeds
 # 1-3 against 0.028, at 30 at 0.024 / 0.023 / 0.018, at 60 at 0.015 / 0.016
 THIN = {"reshape": 40}

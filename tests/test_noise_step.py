@@ -1,6 +1,6 @@
 """NormalScaleGibbs: the noise scale updated jointly with the trees, against the exact joint posterior.
 
-Exact answer for m = 1 on the tiny data: every tree is enumerated (tests/exact.py gives each row
+Exact answer for m = 1 on the tiny data: every tree is enumerated (tests/helpers/exact.py gives each row
 partition's prior), and for each partition the marginal likelihood is integrated over the scale by
 quadrature. The chain (``pm.sample`` with CGMStep + NormalScaleGibbs) must match the partition
 distribution (TV below the iid multinomial 99.9% quantile) and the posterior mean of the scale (within
@@ -13,7 +13,11 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from exact import (
+from pymc.step_methods.compound import Competence
+from scipy import stats
+
+import pymc_treesamplers as pmt
+from tests.helpers.exact import (
     empirical,
     exact_partition_prior,
     leaf_loglik,
@@ -22,10 +26,6 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from pymc.step_methods.compound import Competence
-from scipy import stats
-
-import pymc_treesamplers as pmt
 
 CODES, Y, _ = tiny_data(0)
 A, B = 3.0, 0.5  # InverseGamma prior of sigma^2

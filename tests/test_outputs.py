@@ -16,7 +16,10 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from exact import (
+from scipy import special
+
+import pymc_treesamplers as pmt
+from tests.helpers.exact import (
     empirical,
     exact_pair_posterior,
     exact_partition_posterior,
@@ -26,9 +29,6 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from scipy import special
-
-import pymc_treesamplers as pmt
 
 CODES, R, _ = tiny_data(0)
 

@@ -4,15 +4,13 @@ Conditional SMC that resamples at every stage keeps the old tree (or a copy of i
 often, so draws are thinned by C: C = 2 keeps 5000 draws one every 100 sweeps, C = 5 and 10 keep
 10000 one every 20 (measured: at these settings the TV sits at the level of iid noise; C = 2 at
 thinning 20-50 did not). Thresholds are the 99.9% quantile of the TV of iid multinomial samples
-of the same size (tests/exact.py), never widened.
+of the same size (tests/helpers/exact.py), never widened.
 """
 
 import numba
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_partition_posterior, exact_partition_prior, tiny_data, tv_distance, tv_threshold
-from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.driver import register_update
@@ -20,6 +18,15 @@ from pymc_treesamplers.engine.nodes import FALSE, TRUE
 from pymc_treesamplers.engine.smc import particle, pick_particle, smc_init, smc_run
 from pymc_treesamplers.engine.tree import copy_nodes, copy_perm
 from pymc_treesamplers.engine.updates.pg import PGScratch, new_pg_scratch
+from tests.helpers.exact import (
+    empirical,
+    exact_partition_posterior,
+    exact_partition_prior,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from tests.helpers.kernel_chain import chain_draws
 
 PROPOSALS = ("prior", "empirical", "optimal")
 RESAMPLING = ("multinomial", "systematic")

@@ -7,11 +7,11 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from fits import fit_friedman
 from matplotlib.figure import Figure
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers import diagnostics, plots
+from tests.helpers.fits import fit_friedman
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 Restructure keeps a tree's leaves and changes its shape, so a wrong ratio would leave every
 partition test of tests/test_matrix.py green while the chain visits the wrong trees. The tests here
-enumerate every tree of the tiny data (tests/exact.py: ``exact_tree_posterior``), with codes that
+enumerate every tree of the tiny data (tests/helpers/exact.py: ``exact_tree_posterior``), with codes that
 leave gaps of several cuts between the values present (so that a cut can move inside its gap), and
 require each move, with grow/prune alone around it and in the default mixture, to match the tree
 posterior; the same chain with a move's proposal ratio dropped must fail. Thresholds: the 99.9%
@@ -13,8 +13,6 @@ import numba
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_tree_posterior, tiny_data, tv_distance, tv_threshold
-from kernel_chain import chain_draws
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.driver import register_update
@@ -23,6 +21,8 @@ from pymc_treesamplers.engine.nodes import END, LEFT, RIGHT, ROOT, START, TRUE
 from pymc_treesamplers.engine.prior import draw_split_rule
 from pymc_treesamplers.engine.tree import INTERNAL, copy_nodes, copy_perm, count_nodes, random_node, subtree_log_post
 from pymc_treesamplers.engine.updates.reshape import ReshapeScratch, new_reshape_scratch
+from tests.helpers.exact import empirical, exact_tree_posterior, tiny_data, tv_distance, tv_threshold
+from tests.helpers.kernel_chain import chain_draws
 
 BETA = 2.0
 N_DRAWS, THIN = 20_000, 20

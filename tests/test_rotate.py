@@ -10,8 +10,6 @@ prior on the trees they connect.
 
 import numpy as np
 import pytest
-from exact import empirical, tiny_data, tv_distance, tv_threshold
-from trees import empty_forest, grow_random
 
 from pymc_treesamplers.engine.moves.pivot import apply_pivot, count_pivots, pivot_move
 from pymc_treesamplers.engine.moves.preorder import encode_preorder, new_seq_scratch, rebuild, span_ends
@@ -19,6 +17,8 @@ from pymc_treesamplers.engine.moves.rotate import apply_move, count_moves
 from pymc_treesamplers.engine.nodes import END, LEFT, NODE_INT, START
 from pymc_treesamplers.engine.records import Pseudo, TreePrior, new_backup, split_data, tree_of
 from pymc_treesamplers.engine.tree import subtree_log_post
+from tests.helpers.exact import empirical, tiny_data, tv_distance, tv_threshold
+from tests.helpers.trees import empty_forest, grow_random
 
 pytestmark = pytest.mark.boundscheck
 

@@ -4,7 +4,7 @@ The default route of every non-Gaussian family (docs/likelihoods.md): latents th
 Gaussian (Polya-Gamma for logit, Albert-Chib for probit, a gamma scale for Student-t; drawn afresh before
 every sweep, as the step does at every draw), exact leaf sums with Laplace leaves (Poisson, Gamma, a log
 sd), or the Gaussian expansion at the other trees' fit plus the constant that fits best there (negative
-binomial). One tree on the 7 rows of tests/exact.py, each leaf's marginal likelihood computed by
+binomial). One tree on the 7 rows of tests/helpers/exact.py, each leaf's marginal likelihood computed by
 quadrature over the leaf value from scipy's densities.
 
 The leaf prior mean sits ``OFF`` prior sds below the data's constant fit, with the one-tree default sd:
@@ -18,9 +18,6 @@ must fail the same check.
 
 import numpy as np
 import pytest
-from exact import empirical, exact_partition_posterior, quadrature_leaf_term, tiny_data, tv_distance, tv_threshold
-from kernel_chain import chain_draws
-from samplers import SAMPLERS
 from scipy import special, stats
 
 from pymc_treesamplers.diagnostics import bulk_ess
@@ -35,6 +32,16 @@ from pymc_treesamplers.routes.families import (
     family_lik,
 )
 from pymc_treesamplers.testing import LikelihoodOnlyLogLink, UncorrectedFamily, UntiltedAugmented
+from tests.helpers.exact import (
+    empirical,
+    exact_partition_posterior,
+    quadrature_leaf_term,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from tests.helpers.kernel_chain import chain_draws
+from tests.helpers.samplers import SAMPLERS
 
 CODES, R, _ = tiny_data(0)
 N = len(R)

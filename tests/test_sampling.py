@@ -12,11 +12,18 @@ import cloudpickle
 import numpy as np
 import pymc as pm
 import pytest
-from exact import empirical, exact_partition_prior, partition_keys_from_values, tiny_data, tv_distance, tv_threshold
-from fits import fit_friedman
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
+from tests.helpers.exact import (
+    empirical,
+    exact_partition_prior,
+    partition_keys_from_values,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+from tests.helpers.fits import fit_friedman
 
 
 def test_pm_sample_without_likelihood_recovers_prior():

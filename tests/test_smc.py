@@ -10,13 +10,20 @@ run's weights, weighted by that run's estimate, is an exact (importance) draw fr
 import numba
 import numpy as np
 import pytest
-from exact import exact_log_evidence, exact_partition_posterior, leaf_loglik, partition_key, tiny_data, tv_distance
-from exact import tv_threshold as iid_tv_threshold
 
 from pymc_treesamplers.engine import smc
 from pymc_treesamplers.engine.forest import Forest, init_roots
 from pymc_treesamplers.engine.nodes import END, FALSE, LEFT, START
 from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data, tree_of
+from tests.helpers.exact import (
+    exact_log_evidence,
+    exact_partition_posterior,
+    leaf_loglik,
+    partition_key,
+    tiny_data,
+    tv_distance,
+)
+from tests.helpers.exact import tv_threshold as iid_tv_threshold
 
 pytestmark = pytest.mark.boundscheck
 

@@ -1,7 +1,7 @@
 """The single-tree SMC estimators (pymc_treesamplers/smctree.py) against exact enumeration.
 
 On tiny data (7 rows, 34 row partitions under the prior) every tree is enumerated with the leaf
-models written independently here (tests/exact.py: the Dirichlet-multinomial from its Gamma
+models written independently here (tests/helpers/exact.py: the Dirichlet-multinomial from its Gamma
 functions, the Normal-inverse-gamma as a multivariate Student-t from its covariance):
 
 * each island's evidence estimate is unbiased: the mean of ``exp(log_evidence_)`` over thousands of
@@ -17,7 +17,12 @@ import math
 
 import numpy as np
 import pytest
-from exact import (
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from pymc_treesamplers import SMCTreeClassifier, SMCTreeRegressor
+from pymc_treesamplers.binning import bin_columns
+from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
+from tests.helpers.exact import (
     dirichlet_multinomial_term,
     exact_log_evidence,
     exact_partition_posterior,
@@ -27,11 +32,6 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from sklearn.utils.estimator_checks import parametrize_with_checks
-
-from pymc_treesamplers import SMCTreeClassifier, SMCTreeRegressor
-from pymc_treesamplers.binning import bin_columns
-from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
 
 ALPHA, BETA = 0.95, 0.5
 _, R, _ = tiny_data(0)

@@ -1,14 +1,17 @@
 """``split_points="range"``: cuts on an equal-width grid, so codes have holes between data values.
 
 The kernels draw a cut uniformly over ``[min_code, max_code)`` of a node, holes included; these
-tests prove that the samplers stay exact on such codes (enumeration in tests/exact.py counts every
+tests prove that the samplers stay exact on such codes (enumeration in tests/helpers/exact.py counts every
 integer cut too) and that ``pmt.BART(..., split_points="range")`` really changes the prior.
 """
 
 import numpy as np
 import pymc as pm
 import pytest
-from exact import (
+
+import pymc_treesamplers as pmt
+from pymc_treesamplers.binning import bin_columns
+from tests.helpers.exact import (
     empirical,
     exact_partition_posterior,
     exact_partition_prior,
@@ -17,10 +20,7 @@ from exact import (
     tv_distance,
     tv_threshold,
 )
-from kernel_chain import chain_draws
-
-import pymc_treesamplers as pmt
-from pymc_treesamplers.binning import bin_columns
+from tests.helpers.kernel_chain import chain_draws
 
 # tiny_data's codes {0,1,2} x {0,1} mapped to uneven values: the gap 0.3 -> 1.0 is 3.5x wider
 X_VALUES = (np.array([0.0, 0.3, 1.0]), np.array([0.0, 1.0]))

@@ -8,7 +8,7 @@ contributes ``s_v``, a node where one can contributes ``s_v / s_v = 1``, so give
     E[prod_n s_{v_n} / S_n(s)] = B(alpha / 2 + c_0, alpha / 2 + c_1) / B(alpha / 2, alpha / 2)
 
 with ``c_v`` the splits on ``v`` among the nodes where both can split. The exact posterior of every
-(tree, bin of ``u = alpha / (alpha + rho)``) is then the enumeration of tests/exact.py (equal weights)
+(tree, bin of ``u = alpha / (alpha + rho)``) is then the enumeration of tests/helpers/exact.py (equal weights)
 reweighted by that ratio and integrated over ``u`` by quadrature. The chain: a tree step's own sweep
 followed by :func:`~pymc_treesamplers.engine.splitprior.update_split_weights`, as in the step. The same chain
 without the correction (every proposal accepted, the conjugate update) must fail. Thresholds: the
@@ -20,8 +20,6 @@ import math
 import numpy as np
 import pymc as pm
 import pytest
-from exact import exact_tree_posterior, tv_distance, tv_threshold
-from kernel_chain import _chain, make_step
 from scipy import integrate, special, stats
 
 import pymc_treesamplers as pmt
@@ -36,6 +34,8 @@ from pymc_treesamplers.engine.splitprior import (
     new_split_weights,
     update_split_weights,
 )
+from tests.helpers.exact import exact_tree_posterior, tv_distance, tv_threshold
+from tests.helpers.kernel_chain import _chain, make_step
 
 # column 0 is constant within rows {0, 1, 2} and within {3, 4, 5}: nodes inside them can split on column 1 only
 CODES = np.array([[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]])
@@ -165,7 +165,7 @@ def test_exact_joint_has_the_correction():
 
 @pytest.mark.parametrize(("step_cls", "options", "thin"), [
     (pmt.CGMStep, {}, 20),
-    # thinning as tests/samplers.py calibrates it: PG at 10 sat at TV 0.066 / 0.055 (seeds 3, 4) against
+    # thinning as tests/helpers/samplers.py calibrates it: PG at 10 sat at TV 0.066 / 0.055 (seeds 3, 4) against
     # 0.063 (iid median 0.053), at 20 at 0.055 / 0.059 / 0.055 (seeds 3-5)
     pytest.param(pmt.PGBARTStep, {}, 20, marks=pytest.mark.slow),
     pytest.param(pmt.CTBirthDeathStep, {}, 20, marks=pytest.mark.slow),

@@ -13,7 +13,6 @@ import types
 import numba
 import numpy as np
 import pymc as pm
-from exact import partition_key
 from numba.extending import overload
 
 import pymc_treesamplers as pmt
@@ -26,6 +25,7 @@ from pymc_treesamplers.engine.updates.ct import CTScratch
 from pymc_treesamplers.routes.augment import Augmented, augment_pseudo
 from pymc_treesamplers.routes.families import family_lik
 from pymc_treesamplers.testing import UntiltedAugmented, untilted_augment_pseudo
+from tests.helpers.exact import partition_key
 
 # record types whose sweep input is Gaussian pseudo-data of latents drawn before each sweep, and their draw
 AUGMENTATIONS = {Augmented: augment_pseudo, UntiltedAugmented: untilted_augment_pseudo}
@@ -197,7 +197,7 @@ def coding_tv(s, X, r, stated, stated_weights, thin=None, codes=None, weights=No
     """TV distance between a registry entry's chain (run on its step's split columns of ``X``, or on
     ``codes``/``weights``) and the exact partition posterior under the ``stated`` coding, and the
     99.9% threshold of iid samples."""
-    from exact import empirical, exact_partition_posterior, tv_distance, tv_threshold
+    from tests.helpers.exact import empirical, exact_partition_posterior, tv_distance, tv_threshold
 
     weight, n_draws, default_thin, seed = s.posterior
     w = np.full(len(r), weight)
