@@ -1,0 +1,434 @@
+"""GPU sweep benchmark (issue 32): our numba-cuda grow/prune sweep, bartz (JAX), and this package's CPU sweep on
+1..16 threads, Friedman #1 (p = 10), m = 200, seconds per sweep.
+
+    python benchmarks/gpu.py --out DIR [--quick] [--sections gpu,bartz,cpu] [--bartz-from FILE]
+    python benchmarks/gpu.py --out DIR --render GPU_JSON --bartz-from FILE   # re-render only, no runs
+
+``--bartz-from FILE``: bartz's figures from an earlier run's gpu.json (for a gpu-only rerun), used where this
+run has no bartz section; the ratio ours / bartz is given for every n in gpu.json (``ratios``) and gpu.md.
+
+Runs without PyMC (the GPU machine has numpy, numba, numba-cuda, JAX): the package is imported as a namespace
+(its ``__init__`` imports PyMC), only ``gpu/`` and ``engine/`` modules are loaded. Every measurement runs in
+its own child process with a time limit (a crash, an out-of-memory or a hang costs only that cell; JAX and
+numba-cuda do not share a process). Results are written to DIR/gpu.json and DIR/gpu.md after every cell.
+
+* ``gpu``: ``pymc_treesamplers.gpu.GrowPruneGPU`` (float32 residual, sigma^2 conjugate), median seconds per
+  sweep over KEEP sweeps after WARM sweeps; its driver (``coop``: one cooperative launch per sweep, or
+  ``launch``: per-tree launches, with the reason); GPU memory: used memory (total - free) after the sweeps
+  minus before the state was allocated, and the state's own bytes; the training RMSE from the device's
+  residual.
+* ``bartz``: ``bartz.BART.gbart`` with numcut=255 (our 256 bins), printevery=None; seconds per sweep as the
+  difference of two fits (``nskip=WARM``, ``ndpost=KEEP`` and ``ndpost=KEEP + EXTRA``) over EXTRA, each fit
+  run twice and the faster kept (jit compile is in both); peak memory from ``device.memory_stats()``.
+  Note bartz caps trees at depth 6 (maxdepth) where our prior has no cap.
+* ``cpu``: the package's CPU GrowPrune sweep (``engine.driver.sweep`` with the MH update at (0.5, 0.5, 0, 0),
+  sigma^2 by its conjugate draw) on 1, 2, 4, 8, 16 threads at CPU_N rows; numba's threading layer reported.
+
+``--quick``: tiny sizes, m = 10, numba-cuda's simulator when no GPU is visible: checks the script end to end
+in seconds on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7], "cpu_n": 10**6,
+        "cpu_threads": [1, 2, 4, 8, 16], "m": 200, "warm": 5, "keep": 5, "extra": 10,
+        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 200}, "cell_s": 110}
+QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu_n": 3000, "cpu_threads": [1, 2], "m": 10, "warm": 1, "keep": 2,
+         "extra": 2, "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90}, "cell_s": 60}
+P, SEED = 10, 1234
+CHECK_N = 2000
+
+
+# ------------------------------------------------------------------------------------------- helpers
+def _namespace_package():
+    """Import ``pymc_treesamplers`` submodules without running its ``__init__`` (which imports PyMC)."""
+    if "pymc_treesamplers" not in sys.modules:
+        pkg = types.ModuleType("pymc_treesamplers")
+        pkg.__path__ = [str(ROOT / "pymc_treesamplers")]
+        sys.modules["pymc_treesamplers"] = pkg
+
+
+def friedman1(n, seed=SEED):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, P))
+    f = 10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3] + 5 * X[:, 4]
+    return X, f + rng.normal(size=n)
+
+
+def sigma2_prior(y, nu=3.0, q=0.9):
+    """Chipman's (a, b) with sigma_hat = sd(y) (no least squares: a fixed, cheap reference for all arms)."""
+    try:
+        from scipy.stats import chi2
+
+        lam = np.var(y) * chi2.ppf(1.0 - q, nu) / nu
+    except ImportError:
+        lam = np.var(y) * 0.584 / nu  # chi2.ppf(0.1, 3)
+    return nu / 2.0, nu * lam / 2.0
+
+
+def _codes(X):
+    _namespace_package()
+    from pymc_treesamplers.binning import bin_columns
+
+    b = bin_columns(X, max_bins=256)
+    return b.codes, b.thresholds
+
+
+# ------------------------------------------------------------------------------------------- children
+def child_gpu(n, cfg):
+    _namespace_package()
+    if not hasattr(np, "row_stack"):
+        # numba-cuda as installed on the GPU machine registers np.row_stack, which numpy 2.5 removed
+        np.row_stack = np.vstack
+    from numba import cuda
+
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    X, y = friedman1(n)
+    codes, thr = _codes(X)
+    simulator = bool(os.environ.get("NUMBA_ENABLE_CUDASIM"))
+    ctx = cuda.current_context()
+    free0, total = ctx.get_memory_info()
+    t0 = time.perf_counter()
+    g = GrowPruneGPU(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32,
+                     thresholds=thr)
+    setup = time.perf_counter() - t0
+    times = []
+    for _s in range(cfg["warm"] + cfg["keep"]):
+        t = time.perf_counter()
+        sigma2 = g.sweep()
+        times.append(time.perf_counter() - t)
+    free1, _ = ctx.get_memory_info()
+    text = g.encode()
+    leaves = int(((g.state[5] != 0) & (g.state[0][..., 2] < 0)).sum())  # used slots that are leaves
+    rmse = float(np.sqrt(np.mean(g.residual() ** 2)))  # y - fit, from the device (no n x m host walk)
+    kept = times[cfg["warm"]:]
+    checks = _device_checks(g, y, codes, cfg) if n == cfg["gpu"][0] else {}
+    out = {"n": n, "s_per_sweep": float(np.median(kept)), "us_per_tree": 1e6 * float(np.median(kept)) / cfg["m"],
+            "mode": g.mode, "kernel": g.kernel, "mode_note": g.mode_note, "blocks": g.blocks,
+            "threads_per_block": g.tpb,
+            "sweeps_s": times, "setup_s": setup,
+            "gpu_mem_used_mb": (free0 - free1) / 2**20, "state_mb": g.device_bytes() / 2**20,
+            "total_mem_mb": total / 2**20, "sigma": float(np.sqrt(sigma2)), "train_rmse": rmse,
+            "mean_leaves_per_tree": leaves / cfg["m"], "forest_chars": len(text), "simulator": simulator,
+            "device": "simulator" if simulator else str(cuda.get_current_device().name), "checks": checks}
+    del g  # the variants need the device memory (n = 10^7: 2 GB of leaf slots each)
+    out["variants"] = _variants(codes, y, cfg, simulator)
+    return out
+
+
+def _variants(codes, y, cfg, simulator):
+    """A/B on the same device in the same process (the kernel already compiled): the default's alternatives,
+    each from the same seed, 2 warm-up and 3 timed sweeps (median): ``no-prefetch`` (block 0 does not load
+    the deciding thread's node table into L1), ``blocks=SMs`` and ``blocks=SMs/2`` (fewer blocks: a cheaper
+    grid barrier, more rows per thread)."""
+    from numba import cuda
+
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    sms = 2 if simulator else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    out = []
+    for name, kw in (("no-prefetch", {"prefetch": False}), ("blocks=SMs", {"blocks": sms}),
+                     ("blocks=SMs/2", {"blocks": max(1, sms // 2)})):
+        try:
+            g = GrowPruneGPU(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32, **kw)
+            times = []
+            for _s in range(5):
+                t = time.perf_counter()
+                g.sweep()
+                times.append(time.perf_counter() - t)
+            out.append({"variant": name, "blocks": g.blocks, "kernel": g.kernel,
+                        "s_per_sweep": float(np.median(times[2:])), "sweeps_s": times})
+            del g
+        except Exception as e:  # noqa: BLE001
+            out.append({"variant": name, "error": repr(e)[-300:]})
+    return out
+
+
+def _device_checks(g, y, codes, cfg):
+    """On the real device, after the timing (the first size only): (a) the device residual equals y minus the
+    forest's fit read from the node tables; (b) the device chain equals the CPU twin's, sweep by sweep, from
+    the same seed (float64 residual, the first CHECK_N rows, m = 20): the simulator tests' check on hardware."""
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    out = {}
+    t = time.perf_counter()
+    try:
+        out["resid_vs_fit_max_abs"] = float(np.abs(g.residual() - (y - g.fit())).max())
+    except Exception as e:  # noqa: BLE001
+        out["resid_vs_fit_error"] = repr(e)[-300:]
+    try:
+        nc, m, sweeps = min(CHECK_N, len(y)), min(20, cfg["m"]), 30
+        kw = dict(m=m, sigma2_prior=sigma2_prior(y[:nc]), rng=7, dtype=np.float64)
+        dev = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cuda", **kw)
+        twin = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cpu", **kw)
+        first_diff, max_dv = -1, 0.0
+        for s in range(sweeps):
+            dev.sweep()
+            twin.sweep()
+            if first_diff < 0:
+                if not (np.array_equal(dev.state[0], twin.state[0]) and np.array_equal(dev.state[5], twin.state[5])):
+                    first_diff = s
+                else:
+                    max_dv = max(max_dv, float(np.abs(dev.state[3] - twin.state[3]).max()))
+        out.update(twin_mode=dev.mode, twin_sweeps=sweeps, twin_first_diff_sweep=first_diff, twin_max_leaf_diff=max_dv,
+                   twin_resid_vs_fit=float(np.abs(dev.residual() - (y[:nc] - dev.fit())).max()))
+    except Exception as e:  # noqa: BLE001
+        out["twin_error"] = repr(e)[-300:]
+    out["checks_s"] = time.perf_counter() - t
+    return out
+
+
+def child_bartz(n, cfg):
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    from bartz.BART import gbart
+
+    X, y = friedman1(n)
+    xt = np.ascontiguousarray(X, dtype=np.float32)  # gbart takes (n, p), as R's BART
+    yt = y.astype(np.float32)
+
+    def fit(ndpost):
+        t = time.perf_counter()
+        # gbart: one chain
+        out = gbart(xt, yt, ntree=cfg["m"], nskip=cfg["warm"], ndpost=ndpost, numcut=255, printevery=None, seed=0)
+        jax.block_until_ready(jax.tree_util.tree_leaves(out))
+        return time.perf_counter() - t
+
+    t_short = min(fit(cfg["keep"]), fit(cfg["keep"]))
+    t_long = min(fit(cfg["keep"] + cfg["extra"]), fit(cfg["keep"] + cfg["extra"]))
+    dev = jax.devices()[0]
+    peak = None
+    try:
+        peak = dev.memory_stats()["peak_bytes_in_use"] / 2**20
+    except Exception:
+        pass
+    import bartz
+
+    return {"n": n, "s_per_sweep": (t_long - t_short) / cfg["extra"], "fit_short_s": t_short, "fit_long_s": t_long,
+            "peak_mem_mb": peak, "device": str(dev), "bartz": getattr(bartz, "__version__", "?")}
+
+
+def child_cpu(n, threads, cfg):
+    _namespace_package()
+    import numba
+
+    from pymc_treesamplers.engine.driver import SWEEP_DONE, new_work, sweep
+    from pymc_treesamplers.engine.forest import Forest, init_roots
+    from pymc_treesamplers.engine.nodes import FALSE, ROOT, TRUE
+    from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
+    from pymc_treesamplers.engine.updates.mh import new_mh_scratch
+
+    X, y = friedman1(n)
+    codes, _ = _codes(X)
+    m = cfg["m"]
+    a0, b0 = sigma2_prior(y)
+    mu0 = float(y.mean()) / m
+    sigma_mu = float(y.max() - y.min()) / (2 * 2.0 * np.sqrt(m))
+    data = split_data(codes, np.ones(P), threads)
+    prior = TreePrior(0.95, 2.0, mu0, sigma_mu**2)
+    forest = Forest.empty(m, n, mu0)
+    init_roots(forest.arrays(), data, mu0)
+    r = y - m * mu0
+    w = np.full(n, 1.0 / np.var(y))
+    sk = new_mh_scratch((0.5, 0.5, 0.0, 0.0), P, n, m)
+    work = new_work(n)
+    changed = np.zeros(m, dtype=np.bool_)
+    rng = np.random.default_rng(SEED)
+    times = []
+    for _s in range(cfg["warm"] + cfg["keep"]):
+        t = time.perf_counter()
+        j, resume = ROOT, FALSE
+        while True:
+            code, jj = sweep(rng, j, resume, data, prior, forest.arrays(), Pseudo(r, w, threads), work, sk, changed)
+            if code == SWEEP_DONE:
+                break
+            if jj < 0:
+                raise RuntimeError("CPU sweep failed")
+            forest.grow_capacity(int(work.nn[0]))
+            j, resume = np.int64(jj), TRUE
+        sigma2 = (b0 + 0.5 * float(r @ r)) / rng.gamma(a0 + 0.5 * n)
+        w[:] = 1.0 / sigma2
+        times.append(time.perf_counter() - t)
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        layer = "none started"
+    kept = times[cfg["warm"]:]
+    return {"n": n, "threads": threads, "s_per_sweep": float(np.median(kept)), "sweeps_s": times,
+            "threading_layer": layer, "sigma": float(np.sqrt(sigma2)),
+            "numba_num_threads": numba.config.NUMBA_NUM_THREADS}
+
+
+# ------------------------------------------------------------------------------------------- parent
+def _run_child(args, cfg, quick, timeout, env_extra=None):
+    env = dict(os.environ, **(env_extra or {}))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(args)] + (["--quick"] if quick else [])
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(ROOT))
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s", "args": args}
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        return {"error": (proc.stderr or proc.stdout)[-1500:], "args": args, "rc": proc.returncode}
+    out = json.loads(line[7:])
+    out["wall_s"] = time.perf_counter() - t
+    return out
+
+
+def _attach_bartz(res, path):
+    if not path:
+        return
+    try:
+        prev = json.loads(Path(path).read_text())
+        res["bartz_from"] = {"file": str(path), "when": prev.get("meta", {}).get("when"),
+                             "bartz": prev.get("bartz", [])}
+    except Exception as e:  # noqa: BLE001
+        res["bartz_from"] = {"file": str(path), "error": repr(e), "bartz": []}
+
+
+def _bartz_by_n(res):
+    """bartz's cells by n: this run's, else those of ``--bartz-from``."""
+    own = {r.get("n"): r for r in res.get("bartz", []) if "error" not in r}
+    if own:
+        return own, "this run"
+    prev = {r.get("n"): r for r in res.get("bartz_from", {}).get("bartz", []) if "error" not in r}
+    return prev, res.get("bartz_from", {}).get("file", "")
+
+
+def _ratios(res):
+    bz, _ = _bartz_by_n(res)
+    out = {}
+    for r in res.get("gpu", []):
+        b = bz.get(r.get("n"), {})
+        if "error" not in r and b.get("s_per_sweep"):
+            out[str(r["n"])] = r["s_per_sweep"] / b["s_per_sweep"]
+    return out
+
+
+def _markdown(res):
+    bz, source = _bartz_by_n(res)
+    lines = [f"# GPU sweep benchmark ({res['meta']['when']}, {'quick' if res['meta']['quick'] else 'full'})", "",
+             f"Friedman #1, p = {P}, m = {res['meta']['m']}, {res['meta']['warm']} warm-up + {res['meta']['keep']} "
+             "kept sweeps, median s per sweep." + (f" bartz figures from {source}." if bz else ""), "",
+             "| n | ours (GPU) s/sweep | us/tree | driver | ours GPU MB (used / state) | bartz s/sweep | bartz peak MB "
+             "| ours / bartz |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in res.get("gpu", []):
+        if "error" in r:
+            lines.append(f"| {r['args'][1]} | error | | | | | | |")
+            continue
+        b = bz.get(r["n"], {})
+        ratio = f"{r['s_per_sweep'] / b['s_per_sweep']:.2f}x" if b.get("s_per_sweep") else "n/a"
+        bs = f"{b['s_per_sweep']:.4f}" if b else "n/a"
+        bm = f"{b['peak_mem_mb']:.0f}" if b.get("peak_mem_mb") else "n/a"
+        drv = f"{r.get('mode', '?')} {r.get('kernel', '')} ({r.get('blocks', '?')}x{r.get('threads_per_block', '?')})"
+        lines.append(f"| {r['n']:.0e} | {r['s_per_sweep']:.4f} | {r.get('us_per_tree', float('nan')):.1f} | {drv} | "
+                     f"{r['gpu_mem_used_mb']:.0f} / {r['state_mb']:.0f} | {bs} | {bm} | {ratio} |")
+    notes = sorted({r.get("mode_note") for r in res.get("gpu", []) if r.get("mode_note")})
+    lines += [f"\nDriver note: {x}" for x in notes]
+    var = [(r["n"], v) for r in res.get("gpu", []) if "s_per_sweep" in r for v in r.get("variants", [])]
+    if var:
+        lines += ["", "Variants (same device, same process; 2 warm-up, 3 timed sweeps):", "",
+                  "| n | variant | blocks | s/sweep |", "|---|---|---|---|"]
+        lines += [f"| {n:.0e} | {v['variant']} | {v.get('blocks', '')} | "
+                  + (f"{v['s_per_sweep']:.4f}" if "s_per_sweep" in v else f"error {v.get('error', '')[-80:]!r}") + " |"
+                  for n, v in var]
+    cpu = [r for r in res.get("cpu", []) if "error" not in r]
+    if cpu:
+        base = cpu[0]["s_per_sweep"]
+        lines += ["", f"CPU sweep (this package, GrowPrune), n = {cpu[0]['n']:.0e}, threading layer "
+                  f"{cpu[-1]['threading_layer']}:", "", "| threads | s/sweep | speed-up |", "|---|---|---|"]
+        lines += [f"| {r['threads']} | {r['s_per_sweep']:.4g} | {base / r['s_per_sweep']:.2f} |" for r in cpu]
+    errs = [r for sec in ("gpu", "bartz", "cpu") for r in res.get(sec, []) if "error" in r]
+    if errs:
+        lines += ["", "Errors:", ""] + [f"* {e['args']}: {e['error'][-300:]!r}" for e in errs]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sections", default="gpu,bartz,cpu")
+    ap.add_argument("--bartz-from", default=None, help="an earlier gpu.json whose bartz figures to compare with")
+    ap.add_argument("--render", default=None, help="only re-render an earlier gpu.json (with --bartz-from) into --out")
+    ap.add_argument("--child")
+    a = ap.parse_args()
+    cfg = QUICK if a.quick else FULL
+    if a.child:
+        args = json.loads(a.child)
+        kind = args[0]
+        out = {"gpu": lambda: child_gpu(args[1], cfg), "bartz": lambda: child_bartz(args[1], cfg),
+               "cpu": lambda: child_cpu(args[1], args[2], cfg)}[kind]()
+        print("RESULT " + json.dumps(out), flush=True)
+        return
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if a.render:
+        res = json.loads(Path(a.render).read_text())
+        _attach_bartz(res, a.bartz_from)
+        res["ratios"] = _ratios(res)
+        (out_dir / "gpu.json").write_text(json.dumps(res, indent=1))
+        (out_dir / "gpu.md").write_text(_markdown(res))
+        print(_markdown(res))
+        return
+    # one numba cache for all children (compiled once, loaded by the later ones), outside --out
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / "pmt-gpu-bench-numba"))
+    res = {"meta": {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "quick": a.quick, "m": cfg["m"], "warm": cfg["warm"],
+                    "keep": cfg["keep"], "python": sys.version.split()[0], "cpus": os.cpu_count()}}
+    gpu_env = {}
+    if a.quick:
+        try:
+            from numba import cuda
+
+            if not cuda.is_available():
+                gpu_env = {"NUMBA_ENABLE_CUDASIM": "1"}
+        except Exception:
+            gpu_env = {"NUMBA_ENABLE_CUDASIM": "1"}
+    res["meta"]["gpu_env"] = gpu_env
+    _attach_bartz(res, a.bartz_from)
+
+    def save():
+        res["ratios"] = _ratios(res)
+        (out_dir / "gpu.json").write_text(json.dumps(res, indent=1))
+        (out_dir / "gpu.md").write_text(_markdown(res))
+
+    for section in a.sections.split(","):
+        start = time.perf_counter()
+        res[section] = []
+        try:
+            cells = ([("cpu", cfg["cpu_n"], t) for t in cfg["cpu_threads"]] if section == "cpu"
+                     else [(section, n) for n in cfg[section]])
+            for args in cells:
+                left = cfg["limit_s"][section] - (time.perf_counter() - start)
+                if left < 5:
+                    res[section].append({"error": "section time budget spent", "args": list(args)})
+                    continue
+                env = gpu_env if section == "gpu" else None
+                r = _run_child(list(args), cfg, a.quick, min(cfg["cell_s"], left), env)
+                res[section].append(r)
+                print(section, args, {k: v for k, v in r.items() if k not in ("sweeps_s",)}, flush=True)
+                save()
+        except Exception as e:  # noqa: BLE001 - a section never stops the others
+            res[section].append({"error": repr(e), "args": [section]})
+        save()
+    print(_markdown(res))
+
+
+if __name__ == "__main__":
+    main()

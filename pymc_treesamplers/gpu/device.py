@@ -1,0 +1,752 @@
+"""The device side of the GPU grow/prune sweep (numba-cuda) and the driver that runs it.
+
+Everything lives on the device across sweeps: the split codes (p x n, uint8 or uint16), the leaf slot of every
+row in every tree (m x n, uint8), the running residual (n, float32 or float64), the trees' node tables, the
+random state and the small exchange buffers. The tree decisions are ``host.build``'s functions compiled for the
+device (the CPU twin runs the same source), made by one thread; the row pass by all.
+
+Two drivers, the same order of work and the same draws:
+
+* ``coop`` (default): one launch per sweep (:func:`k_sweep_soft`, a grid of resident blocks); per tree the
+  deciding thread draws the proposal, a grid barrier, the row pass, a grid barrier, the decision. No host
+  round trip inside a sweep; the host reads back sigma^2 and the error words once per sweep. The barrier is
+  made of atomics (:func:`_soft_sync`, with a time-out instead of a hang), or cooperative groups' one
+  (:func:`k_sweep_cg`, needs libcudadevrt) where the first is refused.
+* ``launch`` (where neither runs): per tree one launch of the row pass (:func:`k_pass`) and one single-thread
+  launch of the decisions (:func:`k_decide`), queued on one stream without synchronising.
+
+See ``pymc_treesamplers/gpu/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import cuda, float64, int32, uint64
+
+from . import host
+from .host import (
+    F_CUR,
+    F_LEFT,
+    F_NEW,
+    F_OLD,
+    F_SSR,
+    F_SUM,
+    GROW,
+    I_C,
+    I_ERR,
+    I_J,
+    I_JP,
+    I_K,
+    I_KIND,
+    I_NL,
+    I_PA,
+    I_PB,
+    I_PC,
+    I_PK,
+    I_PKIND,
+    I_PV,
+    I_RANGE,
+    I_TOP,
+    I_V,
+    INT_BIG,
+    MAXN,
+    N_INTS,
+    N_PRM,
+    NACC,
+    PMAX,
+    PRUNE,
+)
+
+N_SH_I = 1 + 4 * PMAX  # shared: left count, 4 p code bounds (a literal size for numba)
+N_LOC = 4 * PMAX
+
+DEV = host.build(cuda.jit(device=True))
+_pre_tree, _post_tree = DEV.pre_tree, DEV.post_tree
+
+
+@cuda.jit(device=True)
+def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh_sum, sh_f, sh_i, acc, loc):
+    """All threads: the pending change of tree ``ibp[I_JP]`` (leaf slots, residual; from the buffer row
+    ``ibp``/``fbp``), then tree ``ib[I_J]``'s
+    leaf sums with its fit added back (slots below NACC in per-thread accumulators, the rest in shared
+    memory), the proposal's left count and sum, both children's code ranges (per-thread, started at the
+    thread's first row in the proposal's leaf), and the residual sum of squares. Block reductions in shared
+    memory, then global atomics into ``ib``/``fb`` (zeroed by the deciding thread before). Blocks below
+    ``first`` take no rows (block 0 when the deciding thread draws the next proposal meanwhile)."""
+    t = cuda.threadIdx.x
+    bd = cuda.blockDim.x
+    p = codes.shape[0]
+    n = codes.shape[1]
+    jp = ibp[I_JP]
+    pkind = ibp[I_PKIND]
+    pk = ibp[I_PK]
+    pv = ibp[I_PV]
+    pc = ibp[I_PC]
+    pa = ibp[I_PA]
+    pb = ibp[I_PB]
+    j = ib[I_J]
+    kind = ib[I_KIND]
+    k = ib[I_K]
+    v = ib[I_V]
+    c = ib[I_C]
+    tj = ib[I_TOP] if j >= 0 else 0
+    na = tj if tj < NACC else NACC
+    grow = j >= 0 and kind == GROW
+    for q in range(t, tj, bd):
+        sh_sum[q] = 0.0
+    if grow:
+        for q in range(t, 4 * p, bd):
+            sh_i[1 + q] = INT_BIG if (q // p) % 2 == 0 else -1
+    if t == 0:
+        sh_f[0] = 0.0
+        sh_f[1] = 0.0
+        sh_i[0] = 0
+    for q in range(na):
+        acc[q] = 0.0
+    cuda.syncthreads()
+    touched = False
+    nl = 0
+    sl = 0.0
+    ssr = 0.0
+    i = (cuda.blockIdx.x - first) * bd + t
+    stride = (cuda.gridDim.x - first) * bd
+    if cuda.blockIdx.x < first:
+        i = n
+    # software pipelined by one row: the next row's residual and leaf slots are loaded before this row is
+    # worked on (two rows' loads in flight per thread)
+    nr = 0.0
+    nlo = 0
+    nlj = 0
+    if i < n:
+        nr = float64(r[i])
+        if jp >= 0:
+            nlo = int32(leaf[jp, i])
+        if j >= 0:
+            nlj = int32(leaf[j, i])
+    while i < n:
+        ri = nr
+        lo = nlo
+        lj = nlj
+        inext = i + stride
+        if inext < n:
+            nr = float64(r[inext])
+            if jp >= 0:
+                nlo = int32(leaf[jp, inext])
+            if j >= 0:
+                nlj = int32(leaf[j, inext])
+        if jp >= 0:
+            ln = lo
+            if pkind == GROW and lo == pk:
+                ln = pa if codes[pv, i] <= pc else pb
+                leaf[jp, i] = ln
+            elif pkind == PRUNE and (lo == pa or lo == pb):
+                ln = pk
+                leaf[jp, i] = ln
+            ri = ri + fbp[F_OLD + lo] - fbp[F_NEW + ln]
+            r[i] = ri
+            ri = float64(r[i])  # the value stored (float32 residuals: the rounded one)
+            if j == jp:  # one tree (m = 1): its slot as just changed
+                lj = ln
+        ssr += ri * ri
+        if j >= 0:
+            x = ri + fb[F_CUR + lj]
+            if lj < NACC:
+                acc[lj] += x
+            else:
+                cuda.atomic.add(sh_sum, lj, x)
+            if grow and lj == k:
+                if not touched:
+                    touched = True
+                    for q in range(4 * p):
+                        loc[q] = INT_BIG if (q // p) % 2 == 0 else -1
+                off = 0
+                if codes[v, i] <= c:
+                    nl += 1
+                    sl += x
+                else:
+                    off = 2 * p
+                for w in range(p):
+                    cw = int32(codes[w, i])
+                    if cw < loc[off + w]:
+                        loc[off + w] = cw
+                    if cw > loc[off + p + w]:
+                        loc[off + p + w] = cw
+        i = inext
+    for q in range(na):
+        if acc[q] != 0.0:
+            cuda.atomic.add(sh_sum, q, acc[q])
+    cuda.atomic.add(sh_f, 1, ssr)
+    if touched:
+        if nl > 0:
+            cuda.atomic.add(sh_i, 0, nl)
+            cuda.atomic.add(sh_f, 0, sl)
+        for q in range(4 * p):
+            if (q // p) % 2 == 0:
+                if loc[q] != INT_BIG:
+                    cuda.atomic.min(sh_i, 1 + q, loc[q])
+            elif loc[q] != -1:
+                cuda.atomic.max(sh_i, 1 + q, loc[q])
+    cuda.syncthreads()
+    for q in range(t, tj, bd):
+        if sh_sum[q] != 0.0:
+            cuda.atomic.add(fb, F_SUM + q, sh_sum[q])
+    if t == 0:
+        cuda.atomic.add(fb, F_SSR, sh_f[1])
+        if grow:
+            cuda.atomic.add(fb, F_LEFT, sh_f[0])
+            cuda.atomic.add(ib, I_NL, sh_i[0])
+    if grow:
+        for q in range(t, 4 * p, bd):
+            if (q // p) % 2 == 0:
+                if sh_i[1 + q] != INT_BIG:
+                    cuda.atomic.min(ib, I_RANGE + q, sh_i[1 + q])
+            elif sh_i[1 + q] != -1:
+                cuda.atomic.max(ib, I_RANGE + q, sh_i[1 + q])
+
+
+PF_MAGIC_I, PF_MAGIC_F = -7777777777777, 1.5e-300  # sums the prefetch cannot reach (codes < 2^16, < 2^14 words)
+
+
+@cuda.jit(device=True)
+def _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ibr, fbr, post, sink):
+    """Block 0's threads load tree ``j``'s node table (its first ``top[j]`` slots) and, ``post``, the buffer
+    row ``ibr``/``fbr`` the decision reads, so that the deciding thread's ~100 dependent loads hit this
+    multiprocessor's L1 (tens of cycles) instead of L2/DRAM (hundreds each): the decision runs on one thread
+    while the grid waits, so its load latency is the sweep's critical path at small n. A pure performance
+    hint: the values are summed only so the loads are not removed (``sink`` is never written: the sums cannot
+    reach the magic values). The caller syncs the block before the deciding thread starts."""
+    t = cuda.threadIdx.x
+    bd = cuda.blockDim.x
+    tj = top[j]
+    p = wsplit.shape[0]
+    si = 0
+    sf = 0.0
+    for q in range(t, tj * N_INTS, bd):
+        si += ints[j, q // N_INTS, q % N_INTS]
+    for q in range(t, tj * 2 * p, bd):
+        si += lohi[j, q // (2 * p), (q // p) % 2, q % p]
+    for q in range(t, tj, bd):
+        si += cnt[j, q] + used[j, q]
+        sf += val[j, q] + lwav[j, q]
+    if post:
+        for q in range(t, ibr.shape[0], bd):
+            si += ibr[q]
+        for q in range(t, tj, bd):
+            sf += fbr[F_SUM + q]
+        if t == 0:
+            sf += fbr[F_LEFT] + fbr[F_SSR] + wsplit[0]
+    if si == PF_MAGIC_I and sf == PF_MAGIC_F:
+        sink[3] = 1
+
+
+SPIN_LIMIT = 1 << 22  # polls of a grid barrier before it gives up (seconds; a legitimate wait is < 1 ms)
+B_COUNT, B_GEN, B_ERR = 0, 1, 2  # the software barrier's words (int32)
+
+
+@cuda.jit(device=True)
+def _soft_sync(bar):
+    """A grid barrier from atomics (the pattern of cooperative groups' own grid sync: fence, arrive, wait for
+    the generation to flip, fence), for a grid whose blocks are all resident (sized by the occupancy query).
+    Needs no cooperative launch and no libcudadevrt. A wait longer than SPIN_LIMIT polls (blocks not resident:
+    it would never end) sets ``bar[B_ERR]`` and returns: the kernel then stops instead of hanging."""
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        nb = cuda.gridDim.x
+        cuda.threadfence()
+        gen = cuda.atomic.add(bar, B_GEN, 0)
+        if cuda.atomic.add(bar, B_COUNT, 1) == nb - 1:
+            cuda.atomic.exch(bar, B_COUNT, 0)
+            cuda.threadfence()
+            cuda.atomic.add(bar, B_GEN, 1)
+        else:
+            spins = 0
+            while cuda.atomic.add(bar, B_GEN, 0) == gen:
+                spins += 1
+                if spins > SPIN_LIMIT:
+                    cuda.atomic.exch(bar, B_ERR, 1)
+                    break
+        cuda.threadfence()
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _lead_load(rs, prm, prop, rs_l, prm_l, prop_l):
+    for a in range(2):
+        rs_l[a, 0] = rs[a, 0]
+        rs_l[a, 1] = rs[a, 1]
+        for q in range(4):
+            prop_l[a, q] = prop[a, q]
+    for q in range(N_PRM):
+        prm_l[q] = prm[q]
+
+
+@cuda.jit(device=True)
+def _lead_store(rs, prm, prop, rs_l, prm_l, prop_l):
+    for a in range(2):
+        rs[a, 0] = rs_l[a, 0]
+        rs[a, 1] = rs_l[a, 1]
+        for q in range(4):
+            prop[a, q] = prop_l[a, q]
+    for q in range(N_PRM):
+        prm[q] = prm_l[q]
+
+
+def k_sweep_soft(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
+                 first, bar, probe, prefetch):
+    """Trees ``j0 .. j1 - 1`` in one launch (``t0``: trees processed before, for the buffer rows). The deciding
+    thread (block 0, thread 0) draws tree ``j0``'s proposal; then per tree ``j``: a grid barrier
+    (:func:`_soft_sync`), the row pass (blocks from ``first`` on), meanwhile the deciding thread draws tree
+    ``j + 1``'s proposal, a grid barrier, the decision of tree ``j``. Stops (all threads, after a barrier) when
+    an error word or the barrier's error is set. ``prefetch``: block 0 loads the deciding thread's node table
+    and buffer row into L1 before each of its steps (:func:`_prefetch`; no change to any draw). The deciding
+    thread keeps the random states, the parameters
+    and the proposals' terms in its own (local) memory for the launch. ``probe > 0``: only that many barriers
+    (the driver's check that the grid is resident)."""
+    sh_sum = cuda.shared.array(MAXN, float64)
+    sh_f = cuda.shared.array(2, float64)
+    sh_i = cuda.shared.array(N_SH_I, int32)
+    acc = cuda.local.array(NACC, float64)
+    loc = cuda.local.array(N_LOC, int32)
+    rs_l = cuda.local.array((2, 2), uint64)
+    prm_l = cuda.local.array(N_PRM, float64)
+    prop_l = cuda.local.array((2, 4), float64)
+    if probe > 0:
+        for _ in range(probe):
+            _soft_sync(bar)
+        return
+    lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
+    t = t0
+    if lead:
+        _lead_load(rs, prm, prop, rs_l, prm_l, prop_l)
+        if j0 < j1:
+            c = t & 1
+            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
+    for j in range(j0, j1):
+        c = t & 1
+        _soft_sync(bar)
+        if ib[0, I_ERR] != 0 or ib[1, I_ERR] != 0 or bar[B_ERR] != 0:
+            break
+        _row_pass(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c], first, sh_sum, sh_f, sh_i, acc, loc)
+        if cuda.blockIdx.x == 0 and prefetch != 0 and j + 1 < j1:
+            _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j + 1, ib[1 - c], fb[1 - c], False, bar)
+            cuda.syncthreads()
+        if lead and j + 1 < j1:
+            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j + 1, prm_l, wsplit, ib[1 - c], fb[1 - c],
+                      prop_l[1 - c])
+        _soft_sync(bar)
+        if bar[B_ERR] != 0:
+            break
+        if cuda.blockIdx.x == 0 and prefetch != 0:  # after the barrier's fence: the outputs are final
+            _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ib[c], fb[c], True, bar)
+            cuda.syncthreads()
+        if lead:
+            _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c], prop_l[c])
+        t += 1
+    if lead:
+        _lead_store(rs, prm, prop, rs_l, prm_l, prop_l)
+
+
+def k_sweep_cg(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
+               first):
+    """As :func:`k_sweep_soft` with cooperative groups' grid barrier (a cooperative launch; numba-cuda links
+    libcudadevrt for it)."""
+    sh_sum = cuda.shared.array(MAXN, float64)
+    sh_f = cuda.shared.array(2, float64)
+    sh_i = cuda.shared.array(N_SH_I, int32)
+    acc = cuda.local.array(NACC, float64)
+    loc = cuda.local.array(N_LOC, int32)
+    rs_l = cuda.local.array((2, 2), uint64)
+    prm_l = cuda.local.array(N_PRM, float64)
+    prop_l = cuda.local.array((2, 4), float64)
+    grid = cuda.cg.this_grid()
+    lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
+    t = t0
+    if lead:
+        _lead_load(rs, prm, prop, rs_l, prm_l, prop_l)
+        if j0 < j1:
+            c = t & 1
+            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
+    for j in range(j0, j1):
+        c = t & 1
+        grid.sync()
+        if ib[0, I_ERR] != 0 or ib[1, I_ERR] != 0:
+            break
+        _row_pass(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c], first, sh_sum, sh_f, sh_i, acc, loc)
+        if lead and j + 1 < j1:
+            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j + 1, prm_l, wsplit, ib[1 - c], fb[1 - c],
+                      prop_l[1 - c])
+        grid.sync()
+        if lead:
+            _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c], prop_l[c])
+        t += 1
+    if lead:
+        _lead_store(rs, prm, prop, rs_l, prm_l, prop_l)
+
+
+def _capped(fn, regs):
+    """``cuda.jit`` with at most ``regs`` registers a thread, or None where the option is not taken."""
+    if numba.config.ENABLE_CUDASIM:
+        return None
+    try:
+        return cuda.jit(max_registers=regs)(fn)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# Uncapped, a sweep kernel takes ~158 registers a thread (the decisions' peak, run by one thread), which
+# leaves one 256-thread block per multiprocessor for the row pass; capped at 80, three fit (ptxas spills in
+# the decisions' part). The driver tries the capped kernels first, then the plain ones.
+SWEEP_KERNELS = {"soft-capped": _capped(k_sweep_soft, 80), "soft": cuda.jit(k_sweep_soft),
+                 "cg-capped": _capped(k_sweep_cg, 80), "cg": cuda.jit(k_sweep_cg)}
+k_sweep_soft, k_sweep_cg = SWEEP_KERNELS["soft"], SWEEP_KERNELS["cg"]
+
+
+@cuda.jit
+def k_pass(codes, leaf, r, ib, fb, cur, pend, first):
+    """The row pass alone (the ``launch`` driver and the flush): pending change from buffer row ``pend``,
+    tree from row ``cur``, rows on the blocks from ``first`` on."""
+    sh_sum = cuda.shared.array(MAXN, float64)
+    sh_f = cuda.shared.array(2, float64)
+    sh_i = cuda.shared.array(N_SH_I, int32)
+    acc = cuda.local.array(NACC, float64)
+    loc = cuda.local.array(N_LOC, int32)
+    _row_pass(codes, leaf, r, ib[pend], fb[pend], ib[cur], fb[cur], first, sh_sum, sh_f, sh_i, acc, loc)
+
+
+@cuda.jit
+def k_decide(ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j_post, c_post, j_pre, c_pre):
+    """One thread: the decision of tree ``j_post`` (if >= 0; buffer row ``c_post``), then the proposal of tree
+    ``j_pre`` (if >= 0; row ``c_pre``)."""
+    if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0 and ib[0, I_ERR] == 0 and ib[1, I_ERR] == 0:
+        if j_post >= 0:
+            _post_tree(rs[1], ints, lohi, cnt, val, lwav, used, top, j_post, prm, wsplit, ib[c_post], fb[c_post],
+                       prop[c_post])
+        if j_pre >= 0:
+            _pre_tree(rs[0], ints, lohi, val, lwav, used, top, j_pre, prm, wsplit, ib[c_pre], fb[c_pre], prop[c_pre])
+
+
+@cuda.jit
+def k_flush(ib, fb, pend, stage):
+    """Before (stage 0) and after (1) the pass that only applies the pending change of buffer row ``pend``."""
+    if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0:
+        if stage == 0:
+            ib[pend, I_J] = -1
+            ib[pend, I_KIND] = 0
+            fb[pend, F_SSR] = 0.0
+        else:
+            ib[pend, I_JP] = -1
+
+
+def _sm_count() -> int:
+    if numba.config.ENABLE_CUDASIM:
+        return 1
+    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+
+class GrowPruneGPU:
+    """The Gaussian BART sweep on a CUDA device: grow/prune Metropolis-Hastings per tree, leaves from their
+    Normal-Normal conditional, sigma^2 by its conjugate inverse-gamma draw (or fixed).
+
+    ``codes``: the split codes, ``(p, n)`` non-negative integers (``binning.bin_columns(X).codes``);
+    ``y``: the response (n,). Priors as the package's (../shared/DESIGN.md section 2): ``alpha``, ``beta``;
+    leaves ``N(mu0, sigma_mu^2)`` (defaults ``mean(y) / m`` and ``(max y - min y) / (2 k sqrt(m))``);
+    ``sigma2 ~ InvGamma(a0, b0)`` with ``sigma2_prior = (a0, b0)`` (``chipman_sigma2_prior`` gives it;
+    from Chipman's ``(nu, lam)``: ``(nu / 2, nu * lam / 2)``); ``fixed_sigma2``: keep sigma^2 at this
+    value instead. ``rng``: a seed or ``numpy.random.Generator`` (it seeds the chain's xoroshiro128+ stream).
+    ``dtype``: of the residual on the device (float32 halves its traffic; sums are float64).
+    ``backend="cpu"`` runs the CPU twin (the same decision code, the CPU row pass; no device).
+    ``mode``: ``"coop"``, ``"launch"`` or None (coop where the device allows it, else launch; ``mode_note``
+    says why); ``barrier``: the coop driver's grid barrier tried first, ``"soft"`` (atomics, any launch) or
+    ``"cg"`` (cooperative groups: a cooperative launch, libcudadevrt). ``rows_per_thread``: the grid is sized
+    so each thread has at least this many rows; ``blocks`` caps the grid (fewer blocks: a cheaper grid
+    barrier). ``prefetch``: block 0's idle threads load the deciding thread's node table into L1 before each
+    decision (the coop soft kernel; a performance hint only, the draws are the same).
+
+    Per draw :meth:`sweep` returns sigma^2; :attr:`state` the node tables (copied from the device when
+    stale), :meth:`encode` the stored forest format (``thresholds`` needed), :meth:`row_leaves` the leaf slot
+    of every row per tree.
+    """
+
+    def __init__(self, codes, y, m=200, alpha=0.95, beta=2.0, mu0=None, sigma_mu=None, k=2.0, sigma2_prior=None,
+                 sigma2=None, fixed_sigma2=None, split_weights=None, rng=None, dtype=np.float32, thresholds=None,
+                 threads_per_block=256, blocks=None, backend="cuda", wrong=0, mode=None, rows_per_thread=8,
+                 barrier="soft", prefetch=True):
+        codes = np.ascontiguousarray(codes)
+        if codes.ndim != 2 or not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0:
+            raise ValueError("codes must be a (p, n) array of non-negative integers")
+        p, n = codes.shape
+        if p > host.PMAX:
+            raise ValueError(f"at most {host.PMAX} split columns on the GPU sweep, got {p}")
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != (n,):
+            raise ValueError(f"y must have shape ({n},)")
+        self.n, self.p, self.m = n, p, int(m)
+        self.codes_host = codes.astype(np.uint8 if codes.max() < 256 else np.uint16)
+        self.rng = np.random.default_rng(rng)
+        if mu0 is None:
+            mu0 = float(y.mean()) / m
+        if sigma_mu is None:
+            sigma_mu = float(y.max() - y.min()) / (2 * k * math.sqrt(m))
+        self.fixed = fixed_sigma2 is not None
+        if sigma2_prior is None:
+            sigma2_prior = (1.5, 1.5 * float(np.var(y)) * 0.1)  # only a fallback; pass chipman_sigma2_prior's
+        s2 = fixed_sigma2 if self.fixed else (sigma2 if sigma2 is not None else float(np.var(y)))
+        prm = np.zeros(host.N_PRM)
+        prm[host.P_ALPHA], prm[host.P_BETA] = alpha, beta
+        prm[host.P_MU0], prm[host.P_S2MU] = mu0, sigma_mu**2
+        prm[host.P_SIGMA2], prm[host.P_PGROW] = s2, 0.5
+        prm[host.P_A0], prm[host.P_B0] = sigma2_prior
+        prm[host.P_N], prm[host.P_FIXED], prm[host.P_WRONG] = n, float(self.fixed), wrong
+        self.prm = prm
+        self.wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=np.float64)
+        self.thresholds = thresholds
+        self._state = host.new_state(self.m, p)
+        value = mu0  # every tree starts as one leaf at the prior mean
+        root_lo = self.codes_host.min(axis=1).astype(np.int64)
+        root_hi = self.codes_host.max(axis=1).astype(np.int64)
+        host.init_state(*self._state, root_lo, root_hi, n, value, self.wsplit)
+        self.rs = host.seed_state(self.rng)
+        self.ib, self.fb, self.prop = host.new_buffers(p)
+        self.tick = np.zeros(1, dtype=np.int64)  # trees processed (their buffer rows alternate)
+        self._sig = np.zeros(1)
+        r0 = (y - m * value).astype(dtype)
+        leaf0 = np.zeros((self.m, n), dtype=np.uint8)
+        self.backend = backend
+        self.prefetch = bool(prefetch)
+        self._stale = False
+        self._soft = False
+        self.mode, self.mode_note, self.kernel = "cpu", "", ""
+        if backend == "cuda":
+            self._init_device(leaf0, r0, threads_per_block, blocks, mode, rows_per_thread, barrier)
+        elif backend == "cpu":
+            self.codes, self.leaf, self.r = self.codes_host, leaf0, r0
+        else:
+            raise ValueError(f"backend must be 'cuda' or 'cpu', got {backend!r}")
+        self.n_sweeps = 0
+
+    # ---------------------------------------------------------------------------------------------
+    def _init_device(self, leaf0, r0, tpb, blocks, mode, rows_per_thread, barrier):
+        s = self.stream = cuda.stream()
+        self.d_codes = cuda.to_device(self.codes_host, stream=s)
+        self.d_leaf = cuda.to_device(leaf0, stream=s)
+        self.d_r = cuda.to_device(r0, stream=s)
+        self.d_state = tuple(cuda.to_device(a, stream=s) for a in self._state)
+        self.d_prm = cuda.to_device(self.prm, stream=s)
+        self.d_wsplit = cuda.to_device(self.wsplit, stream=s)
+        self.d_ib = cuda.to_device(self.ib, stream=s)
+        self.d_fb = cuda.to_device(self.fb, stream=s)
+        self.d_prop = cuda.to_device(self.prop, stream=s)
+        self.d_rs = cuda.to_device(self.rs, stream=s)
+        self.h_prm = cuda.pinned_array(host.N_PRM, dtype=np.float64)
+        self.h_ib = cuda.pinned_array((2, host.n_ib(self.p)), dtype=np.int32)
+        s.synchronize()
+        sim = bool(numba.config.ENABLE_CUDASIM)
+        if sim:
+            tpb = min(tpb, 8)  # the simulator runs a Python thread per device thread
+        want = max(1, math.ceil(self.n / (tpb * rows_per_thread)))
+        self.tpb = tpb
+        self.bar = cuda.to_device(np.zeros(4, dtype=np.int32), stream=s)
+        self.h_bar = cuda.pinned_array(4, dtype=np.int32)
+        if mode in (None, "coop"):
+            notes = []
+            order = [k for k in SWEEP_KERNELS if k.startswith(barrier)] + [k for k in SWEEP_KERNELS
+                                                                         if not k.startswith(barrier)]
+            for name in order:
+                kd = SWEEP_KERNELS[name]
+                if kd is None:
+                    continue
+                soft = name.startswith("soft")
+                try:
+                    if sim:
+                        nb = 1  # the simulator runs blocks one after the other: a grid barrier holds for one
+                    else:
+                        sig = tuple(numba.typeof(a) for a in self._sweep_args(0, 1, soft))
+                        kern = kd.compile(sig)
+                        try:
+                            nb = int(kern.max_cooperative_grid_blocks(tpb))  # occupancy x multiprocessors
+                        except AttributeError:  # an API without it: one block per multiprocessor fits
+                            nb = _sm_count()
+                        if nb < 1:
+                            raise RuntimeError("no resident blocks fit")
+                    self.blocks = max(1, min(nb, want + 1 if blocks is None else blocks))
+                    self.first = 1 if self.blocks > 1 else 0  # block 0 draws the next proposal, no rows
+                    self._k_sweep = kd[self.blocks, tpb, s]
+                    self._soft = soft
+                    if not sim:  # a real launch proves the link (libcudadevrt for cg) and, soft, residency
+                        self._k_sweep(*self._sweep_args(0, 0, soft, probe=4 if soft else 0))
+                        self.bar.copy_to_host(self.h_bar, stream=s)
+                        s.synchronize()
+                        if soft and self.h_bar[B_ERR] != 0:
+                            self.bar.copy_to_device(np.zeros(4, dtype=np.int32), stream=s)
+                            s.synchronize()
+                            raise RuntimeError("grid barrier timed out: blocks not all resident")
+                    self.mode, self.kernel = "coop", name
+                    break
+                except Exception as e:  # noqa: BLE001 - the next candidate, then per-tree launches
+                    notes.append(f"{name} sweep kernel refused: {type(e).__name__}: {str(e)[:200]}")
+            self.mode_note = "; ".join(notes)
+            if self.mode != "coop" and mode == "coop":
+                raise RuntimeError(self.mode_note)
+        if self.mode != "coop":
+            if sim:
+                self.blocks = 1 if blocks is None else blocks
+            else:
+                self.blocks = max(1, min(8 * _sm_count(), want)) if blocks is None else blocks
+            self.first = 1 if self.blocks > 1 else 0  # the coop driver's row split (tested by the simulator)
+            self._k_pass = k_pass[self.blocks, tpb, s]
+            self._k_decide = k_decide[1, 1, s]
+            self.mode, self.kernel = "launch", "pass+decide"
+
+    def _sweep_args(self, j0, j1, soft=None, probe=0):
+        soft = self._soft if soft is None else soft
+        base = (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb,
+                self.d_prop, self.d_rs, np.int64(j0), np.int64(j1), np.int64(self.tick[0]),
+                np.int64(getattr(self, "first", 0)))
+        return base + (self.bar, np.int64(probe), np.int64(self.prefetch)) if soft else base
+
+    def _decide_args(self, j_post, c_post, j_pre, c_pre):
+        return (*self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb, self.d_prop, self.d_rs,
+                np.int64(j_post), np.int64(c_post), np.int64(j_pre), np.int64(c_pre))
+
+    def sweep(self) -> float:
+        """One sweep over the ``m`` trees (sigma^2 drawn at tree 0, given the residual the last sweep left);
+        returns the sigma^2 the trees were drawn with."""
+        if self.backend == "cpu":
+            done = host.twin_sweeps(self.rs, 1, self.codes, self.leaf, self.r, *self._state, self.prm, self.wsplit,
+                                    self.ib, self.fb, self.prop, self.tick, self._sig)
+            if done != 1:
+                self._raise_slots(self.ib[:, host.I_ERR].max())
+            self.n_sweeps += 1
+            return float(self.prm[host.P_SIGMA2])
+        s = self.stream
+        if self.mode == "coop":
+            self._k_sweep(*self._sweep_args(0, self.m))
+            if self._soft:
+                self.bar.copy_to_host(self.h_bar, stream=s)
+        else:
+            m = self.m
+            t = int(self.tick[0])
+            self._k_decide(*self._decide_args(-1, 0, 0, t & 1))
+            for j in range(m):
+                c = t & 1
+                self._k_pass(self.d_codes, self.d_leaf, self.d_r, self.d_ib, self.d_fb, np.int64(c), np.int64(1 - c),
+                             np.int64(self.first))
+                self._k_decide(*self._decide_args(j, c, j + 1 if j + 1 < m else -1, 1 - c))
+                t += 1
+        self.tick[0] += self.m
+        self.d_prm.copy_to_host(self.h_prm, stream=s)
+        self.d_ib.copy_to_host(self.h_ib, stream=s)
+        s.synchronize()
+        self._stale = True
+        if self.mode == "coop" and self._soft and self.h_bar[B_ERR] != 0:
+            raise RuntimeError("the grid barrier timed out inside a sweep (blocks not all resident); this sweep "
+                               "object is unusable now: make a new one with mode='launch'")
+        if self.h_ib[:, I_ERR].max() != 0:
+            self._raise_slots(self.h_ib[:, I_ERR].max())
+        self.n_sweeps += 1
+        return float(self.h_prm[host.P_SIGMA2])
+
+    def _raise_slots(self, err):
+        raise RuntimeError(f"tree {int(err) - 1} needs more than {MAXN} nodes (the GPU sweep's limit); "
+                           "this sweep object is unusable now")
+
+    def flush(self):
+        """Apply the last tree's pending change to the rows (a pass with no tree), so the residual is
+        ``y - sum of the trees``; the next sweep then has nothing pending. Returns the residual sum of squares."""
+        pend = int((self.tick[0] - 1) & 1)  # the row of the last tree processed (row 1 before any)
+        if self.backend == "cpu":
+            ib, fb = self.ib[pend], self.fb[pend]
+            ib[I_J] = -1
+            ib[I_KIND] = 0
+            host.row_pass_cpu(self.codes, self.leaf, self.r, ib, fb, ib, fb)
+            ib[I_JP] = -1
+            return float(fb[F_SSR])
+        s = self.stream
+        k_flush[1, 1, s](self.d_ib, self.d_fb, np.int64(pend), np.int64(0))
+        k_pass[self.blocks, self.tpb, s](self.d_codes, self.d_leaf, self.d_r, self.d_ib, self.d_fb, np.int64(pend),
+                                         np.int64(pend), np.int64(self.first))
+        k_flush[1, 1, s](self.d_ib, self.d_fb, np.int64(pend), np.int64(1))
+        fb = self.d_fb.copy_to_host(stream=s)
+        s.synchronize()
+        return float(fb[pend, F_SSR])
+
+    def residual(self) -> np.ndarray:
+        self.flush()
+        if self.backend == "cpu":
+            return self.r.astype(np.float64)
+        return self.d_r.copy_to_host().astype(np.float64)
+
+    # ---------------------------------------------------------------------------------------------
+    @property
+    def state(self):
+        """The node tables ``(ints, lohi, cnt, val, lwav, used, top)`` (host copies, refreshed from the device
+        after a sweep)."""
+        if self.backend == "cuda" and self._stale:
+            for d, h in zip(self.d_state, self._state, strict=True):
+                d.copy_to_host(h, stream=self.stream)
+            self.stream.synchronize()
+            self._stale = False
+        return self._state
+
+    def trees(self):
+        """Copies of the node tables ``(ints, cnt, val, used)``."""
+        ints, _, cnt, val, _, used, _ = self.state
+        return ints.copy(), cnt.copy(), val.copy(), used.copy()
+
+    def row_leaves(self, codes=None) -> np.ndarray:
+        """``(m, n)`` leaf slot of every row in every tree (read from the node tables)."""
+        codes = self.codes_host if codes is None else codes
+        ints = self.state[0]
+        out = np.empty((self.m, codes.shape[1]), dtype=np.int64)
+        for j in range(self.m):
+            host.row_leaves(ints, j, codes, out[j])
+        return out
+
+    def fit(self) -> np.ndarray:
+        """Sum of the trees at the training rows."""
+        ints, val = self.state[0], self.state[3]
+        out = np.zeros(self.n)
+        leaves = np.empty(self.n, dtype=np.int64)
+        for j in range(self.m):
+            host.row_leaves(ints, j, self.codes_host, leaves)
+            out += val[j, leaves]
+        return out
+
+    def preorder(self):
+        """``(counts, var, val)`` of the trees in preorder, split values as thresholds (or codes when the
+        sweep has no ``thresholds``)."""
+        ints, val, used = self.state[0], self.state[3], self.state[5]
+        if self.thresholds is None:
+            thr = np.tile(np.arange(65536, dtype=np.float64), (self.p, 1))
+        else:
+            width = max(1, max(len(t) for t in self.thresholds))
+            thr = np.full((self.p, width), np.inf)
+            for v, t in enumerate(self.thresholds):
+                thr[v, : len(t)] = t
+        total = int(used.sum())
+        counts = np.empty(self.m, dtype=np.int32)
+        var = np.empty(total, dtype=np.int32)
+        vals = np.empty(total)
+        host.preorder(ints, val, thr, counts, var, vals)
+        return counts, var, vals
+
+    def encode(self) -> str:
+        """This draw's forest in the package's stored format (``storage.encode_preorder``), readable by
+        ``pmt.predict``; needs ``thresholds``."""
+        if self.thresholds is None:
+            raise ValueError("encode needs the thresholds of the binning")
+        from ..storage import encode_preorder
+
+        counts, var, vals = self.preorder()
+        return encode_preorder(counts, var, vals, self.p)
+
+    def device_bytes(self) -> int:
+        """Bytes of the device state (codes, leaf slots, residual, node tables, buffers)."""
+        if self.backend != "cuda":
+            return 0
+        arrs = (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb,
+                self.d_prop, self.d_rs, self.bar)
+        return sum(a.nbytes for a in arrs)

@@ -1,0 +1,258 @@
+"""The GPU grow/prune sweep (pymc_treesamplers/gpu) is exact, proven without a GPU (issue 32, item 3).
+
+Two links, each a test:
+
+1. The sweep's decisions (numba on the host, ``gpu/host.py``) with the CPU twin of the device's row pass,
+   against enumeration: m = 1 (partitions of the 7-row tiny data, sigma fixed at 1), the tree prior under a
+   flat likelihood, and m = 2 (pairs of partitions of 5 rows: the backfitting). Sizes, thinning and seeds are
+   the GrowPrune entry's of tests/samplers.py; the threshold is the 99.9% quantile of the TV distance of iid
+   multinomial samples of the same size (tests/exact.py), as for every CPU sampler. Two deliberately wrong
+   variants (the prune's proposal ratio left out; a leaf that cannot split given the factor 1 - p_split as if
+   it could, i.e. the valid-cut convention broken) fail the same test.
+2. The device kernels (``gpu/device.py``, run by numba-cuda's simulator, NUMBA_ENABLE_CUDASIM=1, in a child
+   process) give the twin's draws: the same trees and leaf values (to rounding) sweep after sweep from the
+   same seed, m = 1 and m = 2, sigma^2 fixed and drawn, several device threads and blocks (the reductions),
+   both drivers (one launch per sweep with grid barriers, atomics' or cooperative groups'; per-tree
+   launches). The decisions are one source compiled for both (``host.build``), with the same xoroshiro128+
+   stream, so the twin *is* the device's chain.
+   The simulator runs a Python thread per device thread (~50 ms a launch), so it cannot produce enumeration-
+   sized samples itself; with link 1 this proves the device chain exact.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pymc_treesamplers.gpu import host
+from tests.helpers.exact import (
+    empirical,
+    exact_pair_posterior,
+    exact_partition_posterior,
+    exact_partition_prior,
+    partition_key,
+    tiny_data,
+    tv_distance,
+    tv_threshold,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=0, alpha=0.95, beta=2.0):
+    """Partition keys of a twin chain: tree 0's (m = 1) or both trees' (m = 2) row partitions per kept draw."""
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    g = GrowPruneGPU(codes.T, r, m=m, alpha=alpha, beta=beta, mu0=0.0, sigma_mu=1.0, fixed_sigma2=sigma2,
+                     rng=seed, dtype=np.float64, backend="cpu", wrong=wrong)
+    sig = np.zeros(thin)
+    leaves = np.empty(codes.shape[0], dtype=np.int64)
+    keys = []
+    for _ in range(n_draws):
+        done = host.twin_sweeps(g.rs, thin, g.codes, g.leaf, g.r, *g.state, g.prm, g.wsplit, g.ib, g.fb, g.prop, g.tick,
+                                sig)
+        assert done == thin
+        key = []
+        for j in range(m):
+            host.row_leaves(g.state[0], j, g.codes, leaves)
+            key.append(partition_key(leaves.tolist()))
+        keys.append(key[0] if m == 1 else tuple(key))
+    return keys
+
+
+def _tv(exact, keys):
+    return tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
+
+
+def _posterior_case():
+    codes, r, _ = tiny_data(0)
+    return codes, r, exact_partition_posterior(codes, r, np.ones(len(r)), 0.95, 2.0, 0.0, 1.0)
+
+
+def test_twin_matches_enumeration_m1():
+    codes, r, exact = _posterior_case()
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 11))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def test_twin_recovers_the_tree_prior():
+    codes, r, _ = tiny_data(0)
+    exact = exact_partition_prior(codes, 0.95, 2.0)
+    tv, threshold = _tv(exact, _twin_keys(codes, r, np.inf, 1, 20_000, 10, 5))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+PAIR_ROWS = 5
+
+
+def test_twin_matches_pair_enumeration_m2():
+    codes, r, _ = tiny_data(0)
+    codes, r = codes[:PAIR_ROWS], r[:PAIR_ROWS]
+    exact = exact_pair_posterior(codes, r, np.ones(PAIR_ROWS), 0.95, 2.0, 0.0, 1.0)
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 2, 10_000, 50, 1))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+@pytest.mark.parametrize("wrong", [host.WRONG_PRUNE_RATIO, host.WRONG_LEAF_PRIOR], ids=["prune-ratio", "leaf-prior"])
+def test_wrong_variants_fail_the_same_test(wrong):
+    codes, r, exact = _posterior_case()
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 11, wrong=wrong))
+    assert tv > threshold, f"wrong variant passed: TV {tv:.4f} < threshold {threshold:.4f}"
+
+
+SIM_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, warnings
+    warnings.filterwarnings("ignore")  # numpy's uint64 wrap-around warnings of the simulated generator
+    import numpy as np
+    from tests.helpers.exact import tiny_data
+    from pymc_treesamplers.gpu import host
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    codes, r, _ = tiny_data(0)
+    out = {{}}
+    for name, m, fixed, sweeps, dtype, mode, blocks, barrier in {cases!r}:
+        kw = dict(m=m, mu0=0.0, sigma_mu=1.0, fixed_sigma2=fixed, sigma2_prior=(1.5, 0.3), rng=7,
+                  threads_per_block=4, dtype=np.dtype(dtype))
+        dev = GrowPruneGPU(codes.T, r, backend="cuda", mode=mode, blocks=blocks, barrier=barrier, **kw)
+        assert dev.mode == mode and (mode != "coop" or dev.kernel == barrier), (dev.mode, dev.kernel, dev.mode_note)
+        twin = GrowPruneGPU(codes.T, r, backend="cpu", **kw)
+        first_diff, max_dv, max_ds = -1, 0.0, 0.0
+        for s in range(sweeps):
+            s2d = dev.sweep()
+            s2t = twin.sweep()
+            same = np.array_equal(dev.row_leaves(), twin.row_leaves()) and np.array_equal(dev.state[5], twin.state[5])
+            max_dv = max(max_dv, float(np.abs(dev.state[3] - twin.state[3]).max()))
+            max_ds = max(max_ds, abs(s2d - s2t))
+            if not same and first_diff < 0:
+                first_diff = s
+        res = dev.residual()
+        out[name] = dict(first_diff=first_diff, max_dv=max_dv, max_ds=max_ds,
+                         resid_err=float(np.abs(res - (r - dev.fit())).max()),
+                         leaves=int(dev.state[5].sum()))
+    print("RESULT" + json.dumps(out))
+    """
+)
+
+
+def _simulate(cases, timeout=600):
+    # the child imports tests.helpers from the repository root
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    script = SIM_SCRIPT.format(cases=cases)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
+    return json.loads(line[len("RESULT"):])
+
+
+def test_device_kernel_gives_the_twins_draws_in_the_simulator():
+    """Same seed, same draws: trees equal every sweep, leaf values and sigma^2 to rounding (float64), and the
+    device residual equals y minus the forest's fit."""
+    cases = [("m1-fixed-soft", 1, 1.0, 40, "float64", "coop", None, "soft"),
+             ("m2-drawn-soft", 2, None, 25, "float64", "coop", None, "soft"),
+             ("m2-drawn-cg", 2, None, 10, "float64", "coop", None, "cg"),
+             ("m2-drawn-launch", 2, None, 10, "float64", "launch", 3, "soft")]
+    out = _simulate(cases)
+    for name, res in out.items():
+        assert res["first_diff"] == -1, (name, res)
+        assert res["max_dv"] < 1e-9 and res["max_ds"] < 1e-9, (name, res)
+        assert res["resid_err"] < 1e-9, (name, res)
+
+
+def test_device_float32_residual_in_the_simulator():
+    """float32 residuals on the device (the benchmark's setting): the run works and the device residual
+    tracks y minus the fit to float32 rounding."""
+    out = _simulate([("m2-f32", 2, None, 10, "float32", "coop", None, "soft")])
+    assert out["m2-f32"]["resid_err"] < 1e-4, out
+
+
+def test_encoded_forest_predicts_the_sweeps_fit():
+    """The stored forest format (storage.encode_preorder): decoded and walked by the predict kernel on X, it
+    gives the sweep's own fit at the training rows (so ``pmt.predict`` reads a GPU draw)."""
+    from pymc_treesamplers.binning import bin_columns
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.predictive import _extended, predict_preorder
+    from pymc_treesamplers.storage import decode_forest
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(300, 3))
+    y = 3 * (X[:, 0] > 0.5) + X[:, 1] + rng.normal(0, 0.3, 300)
+    b = bin_columns(X)
+    g = GrowPruneGPU(b.codes, y, m=5, rng=1, dtype=np.float64, backend="cpu", thresholds=b.thresholds,
+                     sigma2_prior=(1.5, 0.1))
+    for _ in range(20):
+        g.sweep()
+    p, counts, var, val = decode_forest(g.encode())
+    out = np.empty(300)
+    predict_preorder(counts, var, val, _extended(X), out, 2 * p)
+    assert (var >= 0).any()
+    np.testing.assert_allclose(out, g.fit(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g.residual(), y - g.fit(), atol=1e-9)
+
+
+def test_rng_draws_have_their_distributions():
+    """The chain's own generator (xoroshiro128+, ``host.build``): uniforms, normals and the sigma^2 draw's
+    gammas have their distributions (Kolmogorov-Smirnov, 20 000 draws each; the enumeration tests cover
+    the uniforms and normals inside the chain, this covers the gamma they do not use)."""
+    from scipy import stats
+
+    rs = host.seed_state(np.random.default_rng(3))[0]
+    H = host.HOST
+    u = np.array([H.rng_uniform(rs) for _ in range(20_000)])
+    z = np.array([H.rng_normal(rs) for _ in range(20_000)])
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    for a in (0.7, 3.0, 5000.5):
+        x = np.array([H.rng_gamma(rs, a) for _ in range(20_000)])
+        assert stats.kstest(x, stats.gamma(a).cdf).pvalue > 1e-3, a
+
+
+KERNELS = ["pass-float32", "pass-float64", "sweep-soft", "sweep-cg", "decide", "flush"]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
+    """The simulator does not type-check like the CUDA target: compile every kernel (the decisions compiled
+    for the device included) to PTX for sm_90 (needs NVVM, not a GPU; skipped where numba cannot find it)."""
+    import types as pytypes
+
+    import numba.cuda.dispatcher as dispatcher
+    from numba import cuda
+    from numba import types as t
+
+    from pymc_treesamplers.gpu import device as d
+
+    # device functions ask the current device for its compute capability: none here, name sm_90's
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=(9, 0)))
+
+    def a(ty, nd):
+        return t.Array(ty, nd, "C")
+
+    state = (a(t.int64, 3), a(t.int64, 4), a(t.int64, 2), a(t.float64, 2), a(t.float64, 2), a(t.uint8, 2),
+             a(t.int64, 1))
+    small = (a(t.float64, 1), a(t.float64, 1), a(t.int32, 2), a(t.float64, 2), a(t.float64, 2), a(t.uint64, 2))
+    rows32 = (a(t.uint8, 2), a(t.uint8, 2), a(t.float32, 1))
+    rows64 = (a(t.uint16, 2), a(t.uint8, 2), a(t.float64, 1))
+    ibfb = (a(t.int32, 2), a(t.float64, 2))
+    i64 = t.int64
+    fn, sig = {"pass-float32": (d.k_pass, rows32 + ibfb + (i64, i64, i64)),
+               "pass-float64": (d.k_pass, rows64 + ibfb + (i64, i64, i64)),
+               "sweep-soft": (d.k_sweep_soft, rows32 + state + small + (i64, i64, i64, i64, a(t.int32, 1), i64, i64)),
+               "sweep-cg": (d.k_sweep_cg, rows32 + state + small + (i64, i64, i64, i64)),
+               "decide": (d.k_decide, state + small + (i64, i64, i64, i64)),
+               "flush": (d.k_flush, ibfb + (i64, i64))}[kernel]
+    try:
+        ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=(9, 0))
+    except Exception as e:  # noqa: BLE001
+        if "NVVM" in str(e) or "nvvm" in str(e) or "libNVVM" in repr(e):
+            pytest.skip(f"no NVVM here: {e}")
+        raise
+    assert ".entry" in ptx
+    # only the cooperative-groups kernel needs a cooperative launch (and libcudadevrt)
+    assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel == "sweep-cg")
