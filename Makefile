@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -rl --include='*.py' njit tests) | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
-	bench-routes bench-scale-readme bench-smctree bench-verify-raw \
+	bench-routes bench-scale-readme bench-smctree bench-verify-raw bench-coldstart \
 	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
@@ -138,6 +138,11 @@ bench-scale-quick: $(VENV)/.bench-installed
 # GrowPrune, one thread (issue 27; about 15 minutes)
 bench-scale-readme: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.scale --sizes 1e6 --arms readme-1,pmt-1,stochtree-1 --out docs/scale-readme.md
+
+# a first fit (import, first pm.sample, first prediction) with empty and with warm caches, each sampler and
+# pymc-bart (about 10 minutes)
+bench-coldstart: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.coldstart
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed
