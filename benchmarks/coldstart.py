@@ -11,7 +11,7 @@ Timed in the process, from before ``import pymc`` to the end of the first predic
 the BART package), building the model, ``pm.sample`` (2 chains on 2 cores, ``tune`` + ``draws``, the
 README's model at ``n`` rows and ``m`` trees: Friedman #1, sigma ~ HalfNormal, a Normal likelihood) and the
 first prediction at 100 new rows (``pmt.predict``; pymc-bart's ``pm.set_data`` then
-``pm.sample_posterior_predictive`` of the BART variable, its documented route).
+``pm.sample_posterior_predictive(..., sample_vars=["mu"])``, its documented route in PyMC 6).
 
 Arms: this package's step methods (``cgm`` is what ``pm.sample`` assigns; each other one is passed as
 ``step=``) and pymc-bart's default (PGBART).
@@ -84,7 +84,9 @@ def worker_body(spec: dict) -> dict:
     if spec["arm"] == "pymc-bart":
         with model:
             pm.set_data({"X": X_new})
-            f_new = pm.sample_posterior_predictive(idata, var_names=["mu"], progressbar=False,
+            # PyMC 6 keeps a traced variable frozen unless it is listed in sample_vars: pymc-bart's trees
+            # then draw it at the new rows
+            f_new = pm.sample_posterior_predictive(idata, var_names=["mu"], sample_vars=["mu"], progressbar=False,
                                                    random_seed=spec["seed"]).posterior_predictive["mu"].values
     else:
         f_new = pkg.predict(idata, X_new, "mu")

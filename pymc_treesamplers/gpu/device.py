@@ -273,25 +273,16 @@ def _soft_sync(bar):
 
 
 @cuda.jit(device=True)
-def _lead_load(rs, prm, prop, rs_l, prm_l, prop_l):
+def _lead_copy(rs, prm, prop, rs_to, prm_to, prop_to):
+    """The deciding thread's generator states, parameters and proposals, from one set of arrays to another
+    (global -> its local copies before a sweep, and back after)."""
     for a in range(2):
-        rs_l[a, 0] = rs[a, 0]
-        rs_l[a, 1] = rs[a, 1]
+        rs_to[a, 0] = rs[a, 0]
+        rs_to[a, 1] = rs[a, 1]
         for q in range(4):
-            prop_l[a, q] = prop[a, q]
+            prop_to[a, q] = prop[a, q]
     for q in range(N_PRM):
-        prm_l[q] = prm[q]
-
-
-@cuda.jit(device=True)
-def _lead_store(rs, prm, prop, rs_l, prm_l, prop_l):
-    for a in range(2):
-        rs[a, 0] = rs_l[a, 0]
-        rs[a, 1] = rs_l[a, 1]
-        for q in range(4):
-            prop[a, q] = prop_l[a, q]
-    for q in range(N_PRM):
-        prm[q] = prm_l[q]
+        prm_to[q] = prm[q]
 
 
 def k_sweep_soft(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
@@ -320,7 +311,7 @@ def k_sweep_soft(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsp
     lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
     t = t0
     if lead:
-        _lead_load(rs, prm, prop, rs_l, prm_l, prop_l)
+        _lead_copy(rs, prm, prop, rs_l, prm_l, prop_l)
         if j0 < j1:
             c = t & 1
             _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
@@ -346,7 +337,7 @@ def k_sweep_soft(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsp
             _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c], prop_l[c])
         t += 1
     if lead:
-        _lead_store(rs, prm, prop, rs_l, prm_l, prop_l)
+        _lead_copy(rs_l, prm_l, prop_l, rs, prm, prop)
 
 
 def k_sweep_cg(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
@@ -365,7 +356,7 @@ def k_sweep_cg(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wspli
     lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
     t = t0
     if lead:
-        _lead_load(rs, prm, prop, rs_l, prm_l, prop_l)
+        _lead_copy(rs, prm, prop, rs_l, prm_l, prop_l)
         if j0 < j1:
             c = t & 1
             _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
@@ -383,7 +374,7 @@ def k_sweep_cg(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wspli
             _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c], prop_l[c])
         t += 1
     if lead:
-        _lead_store(rs, prm, prop, rs_l, prm_l, prop_l)
+        _lead_copy(rs_l, prm_l, prop_l, rs, prm, prop)
 
 
 def _capped(fn, regs):
