@@ -181,6 +181,7 @@ def test_compile_notice_is_shown_without_any_logging_setup():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert "compiling the CGMStep kernels" in out.stderr
+    assert "numba threading layer tbb" in out.stderr or "numba threading layer workqueue" in out.stderr
 
 
 def test_step_is_picklable_and_rejects_unknown_kwargs():

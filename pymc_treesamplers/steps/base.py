@@ -32,7 +32,7 @@ from ..diagnostics import frozen_message
 from ..engine.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
 from ..engine.forest import Forest, forest_sum, forest_summary, init_roots
 from ..engine.records import TreePrior, split_data
-from ..engine.rows import check_threads, numba_threads
+from ..engine.rows import THREADING_LAYER, check_threads, numba_threads
 from ..engine.splitprior import kernel_weights, new_split_weights, update_split_weights
 from ..routes.likelihood import ROUTES, FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
 from ..storage import encode_forest
@@ -438,8 +438,9 @@ def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
     cached = _in_numba_cache(sweep, args)
     t0 = time.perf_counter()
     if not cached:
-        _log.info("pymc_treesamplers: compiling the %s kernels%s (first use with this numba cache; cached after)",
-                  kind[0].__name__, f" for {kind[1].__name__}" if out.corrected else "")
+        _log.info("pymc_treesamplers: compiling the %s kernels%s (first use with this numba cache; cached after; "
+                  "numba threading layer %s)", kind[0].__name__, f" for {kind[1].__name__}" if out.corrected else "",
+                  THREADING_LAYER or f"{numba.config.THREADING_LAYER} (set by the user)")
     init_roots(fa, data, 0.0)
     sweep(*args)
     forest_sum(fa, np.empty(4), 1)
