@@ -98,7 +98,8 @@ def main() -> int:
     for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
         (OUT / "notebooks" / book.name).write_text(stamped(book.read_text(), stamp))
     (OUT / "index.md").write_text(home_page((ROOT / "README.md").read_text()))
-    (OUT / "CHANGELOG.md").write_text(home_page((ROOT / "CHANGELOG.md").read_text()))
+    for page in ("CHANGELOG.md", "CONTRIBUTING.md"):
+        (OUT / page).write_text(home_page((ROOT / page).read_text()))
     (OUT / "api.md").write_text(api_page())
     print(f"docs source in {OUT.relative_to(ROOT)}")
     return 0
