@@ -1,7 +1,7 @@
 """GPU sweep benchmark (issue 32): our numba-cuda grow/prune sweep, bartz (JAX), and this package's CPU sweep on
 1..16 threads, Friedman #1 (p = 10), m = 200, seconds per sweep.
 
-    python benchmarks/gpu.py --out DIR [--quick] [--sections gpu,bartz,cpu] [--bartz-from FILE]
+    python benchmarks/gpu.py --out DIR [--quick] [--sections gpu,bartz,cpu,pmsample] [--bartz-from FILE]
     python benchmarks/gpu.py --out DIR --render GPU_JSON --bartz-from FILE   # re-render only, no runs
 
 ``--bartz-from FILE``: bartz's figures from an earlier run's gpu.json (for a gpu-only rerun), used where this
@@ -24,6 +24,14 @@ numba-cuda do not share a process). Results are written to DIR/gpu.json and DIR/
 * ``cpu``: the package's CPU GrowPrune sweep (``engine.driver.sweep`` with the MH update at (0.5, 0.5, 0, 0),
   sigma^2 by its conjugate draw) on 1, 2, 4, 8, 16 threads at CPU_N rows; numba's threading layer reported.
 
+* ``pmsample`` (only when PyMC imports; else the cells say "skipped"): a whole
+  ``pm.sample(tune=20, draws=20, chains=1, cores=1)`` at n = PM_N, m = 200 on the same Friedman data, with
+  ``pmt.GrowPruneStep([mu], backend="cuda")`` and with ``pmt.GrowPruneStep([mu], threads=16)`` (the CPU
+  kernels), sigma by ``pmt.NormalScaleGibbs`` in both. The package is imported for real (PyMC and all) from
+  this checkout. Wall time of building the step and of ``pm.sample`` (transfers included), after a warm-up
+  ``pm.sample`` on 1000 rows in the same process (kernels compiled, its time reported apart), and each draw's
+  time in the BART step (``astep``: the device sweep plus fit, node tables and stats back).
+
 ``--quick``: tiny sizes, m = 10, numba-cuda's simulator when no GPU is visible: checks the script end to end
 in seconds on a CPU.
 """
@@ -45,9 +53,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7], "cpu_n": 10**6,
         "cpu_threads": [1, 2, 4, 8, 16], "m": 200, "warm": 5, "keep": 5, "extra": 10,
-        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 200}, "cell_s": 110}
+        "pmsample": [(10**6, "cuda"), (10**6, "cpu")], "pm_tune": 20, "pm_draws": 20, "pm_threads": 16,
+        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 200, "pmsample": 230}, "cell_s": 110, "pmsample_cell_s": 115}
 QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu_n": 3000, "cpu_threads": [1, 2], "m": 10, "warm": 1, "keep": 2,
-         "extra": 2, "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90}, "cell_s": 60}
+         "extra": 2, "pmsample": [(200, "cuda"), (200, "cpu")], "pm_tune": 2, "pm_draws": 2, "pm_threads": 2,
+         "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90, "pmsample": 240}, "cell_s": 60, "pmsample_cell_s": 120}
 P, SEED = 10, 1234
 CHECK_N = 2000
 
@@ -273,6 +283,98 @@ def child_cpu(n, threads, cfg):
             "numba_num_threads": numba.config.NUMBA_NUM_THREADS}
 
 
+def _real_package():
+    """The package imported for real (its ``__init__``, PyMC and all) from this checkout: ``(pm, pmt, notes)``, or
+    ``(None, None, reason)`` when PyMC does not import. matplotlib (only the plots need it) is stubbed when
+    missing, and said so in ``notes``."""
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack  # as in child_gpu: numba-cuda on the GPU machine registers np.row_stack
+    sys.path.insert(0, str(ROOT))
+    try:
+        import pymc as pm
+    except Exception as e:  # noqa: BLE001
+        return None, None, f"pymc not importable: {e!r}"[:300]
+    notes = []
+    try:
+        import matplotlib.figure  # noqa: F401
+    except ImportError:
+        mpl, fig = types.ModuleType("matplotlib"), types.ModuleType("matplotlib.figure")
+        fig.Figure = type("Figure", (), {})
+        mpl.figure = fig
+        sys.modules.update({"matplotlib": mpl, "matplotlib.figure": fig})
+        notes.append("matplotlib missing: stubbed (plots unused)")
+    import pymc_treesamplers as pmt
+
+    return pm, pmt, "; ".join(notes)
+
+
+def _pm_fit(pm, pmt, X, y, m, backend, threads, tune, draws, seed):
+    """Build the model and the steps, run ``pm.sample``; wall times and the BART step's per-draw times."""
+    t0 = time.perf_counter()
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=m)
+        sigma = pm.HalfNormal("sigma", float(np.std(y)))
+        pm.Normal("y", mu, sigma, observed=y)
+        t1 = time.perf_counter()
+        tree = (pmt.GrowPruneStep([mu], backend="cuda") if backend == "cuda"
+                else pmt.GrowPruneStep([mu], threads=threads))
+        t2 = time.perf_counter()
+        per_draw = []
+        astep = tree.astep
+
+        def timed(q0):
+            t = time.perf_counter()
+            out = astep(q0)
+            per_draw.append(time.perf_counter() - t)
+            return out
+
+        tree.astep = timed
+        idata = pm.sample(tune=tune, draws=draws, chains=1, cores=1, random_seed=seed, progressbar=False,
+                          compute_convergence_checks=False, step=[tree, pmt.NormalScaleGibbs([sigma])])
+        t3 = time.perf_counter()
+    return idata, {"model_s": t1 - t0, "step_s": t2 - t1, "sample_s": t3 - t2, "total_s": t3 - t0,
+                   "astep_s": per_draw}
+
+
+def child_pmsample(n, backend, cfg):
+    pm, pmt, notes = _real_package()
+    if pm is None:
+        return {"n": n, "backend": backend, "skipped": notes}
+    X, y = friedman1(n)
+    m, tune, draws = cfg["m"], cfg["pm_tune"], cfg["pm_draws"]
+    threads = cfg["pm_threads"]
+    t = time.perf_counter()
+    Xw, yw = friedman1(min(1000, n), seed=SEED + 1)
+    _pm_fit(pm, pmt, Xw, yw, m, backend, threads, 1, 1, SEED)  # compiles the kernels (not timed below)
+    warm = time.perf_counter() - t
+    idata, times = _pm_fit(pm, pmt, X, y, m, backend, threads, tune, draws, SEED)
+    steps = times.pop("astep_s")
+    post = idata.posterior
+    rmse = float(np.sqrt(np.mean((post["mu"].values[0].mean(axis=0) - y) ** 2)))
+    pred = pmt.predict(idata, X[:1000], "mu", draws=[draws - 1])[0]  # the last draw's stored forest, reread
+    out = {"n": n, "backend": backend, "m": m, "tune": tune, "draws": draws,
+           "threads": threads if backend == "cpu" else None, "warmup_s": warm, **times,
+           "s_per_draw_median": float(np.median(steps[1:])) if len(steps) > 1 else None,
+           "first_draw_s": steps[0] if steps else None, "astep_s": steps,
+           "sigma_mean": float(post["sigma"].mean()), "train_rmse_of_mean": rmse,
+           "mean_leaves_per_tree": float(idata.sample_stats["mu_n_leaves"].values.mean()),
+           "predict_vs_trace": float(np.abs(pred - post["mu"].values[0, -1, :1000]).max()),
+           "pymc": pm.__version__, "notes": notes}
+    if backend == "cuda":
+        from numba import cuda
+
+        simulator = bool(os.environ.get("NUMBA_ENABLE_CUDASIM"))
+        out["device"] = "simulator" if simulator else str(cuda.get_current_device().name)
+    else:
+        import numba
+
+        try:
+            out["threading_layer"] = numba.threading_layer()
+        except ValueError:
+            out["threading_layer"] = "none started"
+    return out
+
+
 # ------------------------------------------------------------------------------------------- parent
 def _run_child(args, cfg, quick, timeout, env_extra=None):
     env = dict(os.environ, **(env_extra or {}))
@@ -354,7 +456,22 @@ def _markdown(res):
         lines += ["", f"CPU sweep (this package, GrowPrune), n = {cpu[0]['n']:.0e}, threading layer "
                   f"{cpu[-1]['threading_layer']}:", "", "| threads | s/sweep | speed-up |", "|---|---|---|"]
         lines += [f"| {r['threads']} | {r['s_per_sweep']:.4g} | {base / r['s_per_sweep']:.2f} |" for r in cpu]
-    errs = [r for sec in ("gpu", "bartz", "cpu") for r in res.get(sec, []) if "error" in r]
+    pms = res.get("pmsample", [])
+    if pms:
+        lines += ["", "Whole pm.sample (chains=1, cores=1; tune + draws; sigma by NormalScaleGibbs); seconds, after a "
+                  "warm-up fit in the same process:", "",
+                  "| n | backend | build step s | pm.sample s | median s per draw (BART step) | first draw s "
+                  "| warm-up s | predict vs trace |", "|---|---|---|---|---|---|---|---|"]
+        for r in pms:
+            if "error" in r or "skipped" in r:
+                lines.append(f"| {r.get('n', r.get('args', ['', '?'])[1])} | {r.get('backend', '')} | "
+                             f"{'skipped: ' + r['skipped'] if 'skipped' in r else 'error'} | | | | | |")
+                continue
+            be = r["backend"] + (f" ({r['device']})" if r.get("device") else f" ({r['threads']} threads)")
+            lines.append(f"| {r['n']:.0e} | {be} | {r['step_s']:.2f} | {r['sample_s']:.2f} | "
+                         f"{r['s_per_draw_median']:.4f} | {r['first_draw_s']:.2f} | {r['warmup_s']:.1f} | "
+                         f"{r['predict_vs_trace']:.1e} |")
+    errs = [r for sec in ("gpu", "bartz", "cpu", "pmsample") for r in res.get(sec, []) if "error" in r]
     if errs:
         lines += ["", "Errors:", ""] + [f"* {e['args']}: {e['error'][-300:]!r}" for e in errs]
     return "\n".join(lines) + "\n"
@@ -374,7 +491,8 @@ def main():
         args = json.loads(a.child)
         kind = args[0]
         out = {"gpu": lambda: child_gpu(args[1], cfg), "bartz": lambda: child_bartz(args[1], cfg),
-               "cpu": lambda: child_cpu(args[1], args[2], cfg)}[kind]()
+               "cpu": lambda: child_cpu(args[1], args[2], cfg),
+               "pmsample": lambda: child_pmsample(args[1], args[2], cfg)}[kind]()
         print("RESULT " + json.dumps(out), flush=True)
         return
     out_dir = Path(a.out)
@@ -413,14 +531,15 @@ def main():
         res[section] = []
         try:
             cells = ([("cpu", cfg["cpu_n"], t) for t in cfg["cpu_threads"]] if section == "cpu"
+                     else [(section, *c) for c in cfg[section]] if section == "pmsample"
                      else [(section, n) for n in cfg[section]])
             for args in cells:
                 left = cfg["limit_s"][section] - (time.perf_counter() - start)
                 if left < 5:
                     res[section].append({"error": "section time budget spent", "args": list(args)})
                     continue
-                env = gpu_env if section == "gpu" else None
-                r = _run_child(list(args), cfg, a.quick, min(cfg["cell_s"], left), env)
+                env = gpu_env if section == "gpu" or (section == "pmsample" and args[2] == "cuda") else None
+                r = _run_child(list(args), cfg, a.quick, min(cfg.get(f"{section}_cell_s", cfg["cell_s"]), left), env)
                 res[section].append(r)
                 print(section, args, {k: v for k, v in r.items() if k not in ("sweeps_s",)}, flush=True)
                 save()

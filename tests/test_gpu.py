@@ -213,7 +213,8 @@ def test_rng_draws_have_their_distributions():
         assert stats.kstest(x, stats.gamma(a).cdf).pvalue > 1e-3, a
 
 
-KERNELS = ["pass-float32", "pass-float64", "sweep-soft", "sweep-cg", "decide", "flush"]
+KERNELS = ["pass-float32", "pass-float64", "sweep-soft", "sweep-cg", "decide", "flush", "fit", "shift-float32",
+           "shift-float64"]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -246,7 +247,10 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
                "sweep-soft": (d.k_sweep_soft, rows32 + state + small + (i64, i64, i64, i64, a(t.int32, 1), i64, i64)),
                "sweep-cg": (d.k_sweep_cg, rows32 + state + small + (i64, i64, i64, i64)),
                "decide": (d.k_decide, state + small + (i64, i64, i64, i64)),
-               "flush": (d.k_flush, ibfb + (i64, i64))}[kernel]
+               "flush": (d.k_flush, ibfb + (i64, i64)),
+               "fit": (d.k_fit, (a(t.uint8, 2), a(t.float64, 2), a(t.float64, 1))),
+               "shift-float32": (d.k_shift, (a(t.float32, 1), a(t.float64, 1))),
+               "shift-float64": (d.k_shift, (a(t.float64, 1), a(t.float64, 1)))}[kernel]
     try:
         ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=(9, 0))
     except Exception as e:  # noqa: BLE001

@@ -431,6 +431,32 @@ def k_flush(ib, fb, pend, stage):
             ib[pend, I_JP] = -1
 
 
+
+@cuda.jit
+def k_fit(leaf, val, out):
+    """``out[i]``: the forest's fit at row ``i`` from the leaf slots (trees added in order from 0.0, as the CPU
+    twin's ``host.fit_from_slots`` and ``pmt.predict`` add them); the slots must be current (after a flush)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    m = leaf.shape[0]
+    n = leaf.shape[1]
+    while i < n:
+        s = 0.0
+        for j in range(m):
+            s += val[j, int32(leaf[j, i])]
+        out[i] = s
+        i += stride
+
+
+@cuda.jit
+def k_shift(r, dz):
+    """``r += dz``: the residual follows pseudo-data that moved by ``dz``."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < r.shape[0]:
+        r[i] = float64(r[i]) + dz[i]
+        i += stride
+
 def _sm_count() -> int:
     if numba.config.ENABLE_CUDASIM:
         return 1
@@ -663,6 +689,57 @@ class GrowPruneGPU:
         fb = self.d_fb.copy_to_host(stream=s)
         s.synchronize()
         return float(fb[pend, F_SSR])
+
+    def set_sigma2(self, sigma2: float) -> None:
+        """The noise variance the next sweep draws the trees with (``fixed_sigma2`` mode: a PyMC step sets it
+        from the model's point each draw)."""
+        if not self.fixed:
+            raise ValueError("set_sigma2 needs a sweep made with fixed_sigma2 (sigma^2 is drawn otherwise)")
+        if not (np.isfinite(sigma2) and sigma2 > 0.0):
+            raise ValueError(f"sigma^2 must be finite and positive, got {sigma2}")
+        self.prm[host.P_SIGMA2] = sigma2
+        if self.backend == "cuda":
+            self.d_prm.copy_to_device(self.prm, stream=self.stream)
+
+    def shift_residual(self, dz) -> None:
+        """The response (pseudo-data) moved by ``dz`` (n,): the residual moves with it (a PyMC step whose
+        Normal mean has other terms, e.g. an intercept, that changed since the last draw)."""
+        dz = np.ascontiguousarray(dz, dtype=np.float64)
+        if dz.shape != (self.n,):
+            raise ValueError(f"dz must have shape ({self.n},)")
+        if self.backend == "cpu":
+            host.shift_residual(self.r, dz)
+            return
+        k_shift[self.blocks, self.tpb, self.stream](self.d_r, cuda.to_device(dz, stream=self.stream))
+
+    def fit_rows(self) -> np.ndarray:
+        """The forest's fit at the training rows (float64, from the leaf slots and leaf values; flushes first).
+        On the device it is summed there and is the only n-vector copied back; the returned array is reused by
+        the next call."""
+        self.flush()
+        if self.backend == "cpu":
+            out = np.empty(self.n)
+            host.fit_from_slots(self.leaf, self._state[3], out)
+            return out
+        s = self.stream
+        if getattr(self, "d_fit", None) is None:
+            self.d_fit = cuda.device_array(self.n, dtype=np.float64, stream=s)
+            self.h_fit = cuda.pinned_array(self.n, dtype=np.float64)
+        k_fit[self.blocks, self.tpb, s](self.d_leaf, self.d_state[3], self.d_fit)
+        self.d_fit.copy_to_host(self.h_fit, stream=s)
+        s.synchronize()
+        return self.h_fit
+
+    def tables(self):
+        """``(ints, val, used)``: the node tables' structure, leaf values and slots in use, copied from the device
+        (only these: not the code ranges), what a draw's forest encoding and stats need."""
+        ints, val, used = self._state[0], self._state[3], self._state[5]
+        if self.backend == "cuda":
+            s = self.stream
+            for i, h in ((0, ints), (3, val), (5, used)):
+                self.d_state[i].copy_to_host(h, stream=s)
+            s.synchronize()
+        return ints, val, used
 
     def residual(self) -> np.ndarray:
         self.flush()

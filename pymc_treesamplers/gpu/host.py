@@ -576,3 +576,22 @@ def preorder(ints, val, thr, counts, var, vals):
             pos += 1
         counts[j] = pos - start
     return pos
+
+
+@numba.njit(cache=True)
+def fit_from_slots(leaf, val, out):
+    """``out[i]``: the forest's fit at row ``i``, the sum over trees ``j = 0 .. m-1`` (in that order, from 0.0,
+    as ``pmt.predict`` adds them) of ``val[j, leaf[j, i]]``; the leaf slots must be current (after a flush)."""
+    m = leaf.shape[0]
+    for i in range(leaf.shape[1]):
+        s = 0.0
+        for j in range(m):
+            s += val[j, np.int64(leaf[j, i])]
+        out[i] = s
+
+
+@numba.njit(cache=True)
+def shift_residual(r, dz):
+    """``r += dz`` (the pseudo-data moved by ``dz``: the residual moves with it)."""
+    for i in range(r.shape[0]):
+        r[i] = r[i] + dz[i]

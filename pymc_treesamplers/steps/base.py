@@ -151,6 +151,10 @@ class BaseTreeStep(ArrayStepShared):
         self.tune = True
         self._reset_chain()
         self._scratch = None
+        self._compile_kernels()
+
+    def _compile_kernels(self) -> None:
+        """Compile (or load) the CPU kernels before sampling (a step whose sweep runs elsewhere skips it)."""
         _compile_kernels_once(self)
 
     def _output(self, model, rv, value_var, shared, point, compile_kwargs, view) -> Output:
@@ -298,7 +302,8 @@ class BaseTreeStep(ArrayStepShared):
             forest.grow_capacity(int(work.nn[0]))
             resume = True
 
-    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
+    def _check_value(self, q0: RaveledVars) -> None:
+        """Refuse a BART value that is not the one this step last returned (changed behind its back)."""
         if self.synced and not np.array_equal(q0.data, self.f.ravel() if q0.data.dtype == self.f.dtype else
                                               self.f.ravel().astype(q0.data.dtype)):
             raise RuntimeError(
@@ -306,6 +311,9 @@ class BaseTreeStep(ArrayStepShared):
                 "matches the trees. Let one pymc_treesamplers step own each BART variable (no other step, no manual "
                 "edits of the point); to resume a chain, restore the step's sampling_state together with the point."
             )
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
+        self._check_value(q0)
         kernels = self._buffers()[2]
         self.fresh = False
         if self.split_weights is not None:

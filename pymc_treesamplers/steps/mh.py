@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from pymc.blocking import RaveledVars
 
 from ..engine.updates.mh import new_mh_scratch
 from .base import BaseTreeStep
+from .gpu import DeviceSweep, _first_sum, check_backend
 
 
 class _MHStep(BaseTreeStep):
@@ -36,21 +39,83 @@ class GrowPruneStep(_MHStep):
         and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
         sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
         every family. Both are exact.
+    backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
+        Where the sweep runs. ``"cuda"``: on one NVIDIA GPU (``pip install 'pymc-treesamplers[gpu]'``,
+        docs/gpu.md), the rows and trees kept on the device across draws; only the exact Gaussian route (a
+        Normal likelihood whose mean is affine in the BART value, one sigma for all rows; sigma keeps its own
+        step), a BART vector, at most 32 split columns, no ``split_prior``, ``threads=1``; anything else is
+        refused when the step is built. The same posterior, priors, split coding and stored forests as
+        ``"cpu"`` (a different random stream). ``"cuda-twin"``: the GPU sweep's CPU twin (the device's
+        decision code and random stream on the CPU, one thread; the draws of ``"cuda"``), for tests.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
     Examples
     --------
     >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu])])
+    >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu], backend="cuda"), pmt.NormalScaleGibbs([sigma])])
     """
 
     name = "growprune"
 
-    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", model=None, initial_point=None,
-                 compile_kwargs=None, blocked=False, rng=None):
+    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", backend: str = "cpu", model=None,
+                 initial_point=None, compile_kwargs=None, blocked=False, rng=None):
         self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
+        self.backend = check_backend(backend, threads)
+        self._device = None
         super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
                          compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        if self.backend != "cpu":
+            self._device = DeviceSweep(self, self.backend)
+
+    # backend="cuda": the sweep and its state live in self._device (steps/gpu.py); no CPU forest, no CPU kernels
+
+    def _compile_kernels(self) -> None:
+        if self.backend == "cpu":
+            super()._compile_kernels()
+
+    def _reset_forests(self) -> None:
+        if self.backend == "cpu":
+            super()._reset_forests()
+            return
+        self.forests = None  # the trees are on the device
+        self.f = np.full((self.k, self.n), _first_sum(self.prior.mu0, self.m))
+        self.fresh = True
+        self.synced = False
+        self._changed = np.zeros((self.k, self.m), dtype=np.bool_)
+        self._split_counts = np.zeros(self.data.codes.shape[0], dtype=np.int64)
+        if self._device is not None:
+            self._device.reset()
+
+    @property
+    def trees(self) -> list | None:
+        """As :attr:`BaseTreeStep.trees`; with a GPU backend always None (the forest lives on the device: a
+        restored sampling state starts its chain again)."""
+        return BaseTreeStep.trees.fget(self) if self.backend == "cpu" else None
+
+    @trees.setter
+    def trees(self, forests: list | None) -> None:
+        if self.backend == "cpu":
+            BaseTreeStep.trees.fset(self, forests)
+        elif forests is not None:
+            raise ValueError(f"backend={self.backend!r} keeps its forest on the device: a sampling state with "
+                             "CPU forests cannot be restored into it")
+        else:
+            self._reset_forests()
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
+        if self.backend == "cpu":
+            return super().astep(q0)
+        self._check_value(q0)
+        self.fresh = False
+        fit, values, changed = self._device.draw(self)
+        self.f[0] = fit
+        self._changed[0] = changed
+        self.synced = True
+        values["accept"] = float(changed.mean())
+        stats = {"tune": self.tune, "warning": self._watch(np.zeros(2, dtype=np.int64)),
+                 **{self._stat_names[k]: v for k, v in values.items()}}
+        return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
 
 
 class CGMStep(_MHStep):
