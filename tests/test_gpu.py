@@ -44,12 +44,12 @@ from tests.helpers.exact import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=0, alpha=0.95, beta=2.0):
+def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=0, alpha=0.95, beta=2.0, split_weights=None):
     """Partition keys of a twin chain: tree 0's (m = 1) or both trees' (m = 2) row partitions per kept draw."""
     from pymc_treesamplers.gpu.device import GrowPruneGPU
 
     g = GrowPruneGPU(codes.T, r, m=m, alpha=alpha, beta=beta, mu0=0.0, sigma_mu=1.0, fixed_sigma2=sigma2,
-                     rng=seed, dtype=np.float64, backend="cpu", wrong=wrong)
+                     rng=seed, dtype=np.float64, backend="cpu", wrong=wrong, split_weights=split_weights)
     sig = np.zeros(thin)
     leaves = np.empty(codes.shape[0], dtype=np.int64)
     keys = []
@@ -85,6 +85,26 @@ def test_twin_recovers_the_tree_prior():
     exact = exact_partition_prior(codes, 0.95, 2.0)
     tv, threshold = _tv(exact, _twin_keys(codes, r, np.inf, 1, 20_000, 10, 5))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+@pytest.mark.parametrize("weights", [(3.0, 1.0), (1.0, 0.0)], ids=["3-1", "1-0"])
+def test_twin_matches_enumeration_with_split_weights(weights):
+    """Unequal split weights reach the GPU step whenever X has missing values (1/2 on each of a covariate's
+    two split columns) or categories (1/L per level): the variable choice in proportion to them, among the
+    variables with a valid cut, against enumeration with the same weights."""
+    codes, r, _ = tiny_data(0)
+    exact = exact_partition_posterior(codes, r, np.ones(len(r)), 0.95, 2.0, 0.0, 1.0, split_weights=list(weights))
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 13, split_weights=np.array(weights)))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def test_split_weights_ignored_fail_the_same_test():
+    """The check above can fail: a chain that chooses the variable uniformly (weights ignored) is far from
+    the weighted posterior."""
+    codes, r, _ = tiny_data(0)
+    exact = exact_partition_posterior(codes, r, np.ones(len(r)), 0.95, 2.0, 0.0, 1.0, split_weights=[3.0, 1.0])
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 13))
+    assert tv > threshold, f"uniform choice passed the weighted test: TV {tv:.4f} < threshold {threshold:.4f}"
 
 
 PAIR_ROWS = 5
