@@ -280,3 +280,16 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     assert ".entry" in ptx
     # only the cooperative-groups kernel needs a cooperative launch (and libcudadevrt)
     assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel == "sweep-cg")
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"m": 0}, "m \\(number of trees\\)"), ({"m": 2.5}, "m \\(number of trees\\)"), ({"alpha": 1.0}, "alpha"),
+    ({"beta": -1.0}, "beta"), ({"sigma_mu": 0.0}, "sigma_mu"), ({"fixed_sigma2": -1.0}, "fixed_sigma2"),
+    ({"split_weights": [1.0, 1.0]}, "split_weights"), ({"split_weights": [0.0]}, "split_weights"),
+    ({"backend": "gpu"}, "backend"), ({"dtype": np.int32}, "dtype"),
+])
+def test_bad_options_are_refused_by_name(kwargs, match):
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    with pytest.raises(ValueError, match=match):
+        GrowPruneGPU(np.array([[0, 1, 2, 2]]), np.array([0.0, 0.1, 1.0, 1.1]), **{"backend": "cpu", **kwargs})

@@ -463,6 +463,28 @@ def _sm_count() -> int:
     return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
 
+def _check_options(m, alpha, beta, sigma_mu, fixed_sigma2, split_weights, p, backend, dtype) -> None:
+    """The sweep's options, refused by name before anything is allocated."""
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+        raise ValueError(f"m (number of trees) must be an int >= 1, got {m!r}")
+    if not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not float(beta) >= 0.0:
+        raise ValueError(f"beta must be >= 0, got {beta!r}")
+    if sigma_mu is not None and not float(sigma_mu) > 0.0:
+        raise ValueError(f"sigma_mu must be > 0, got {sigma_mu!r}")
+    if fixed_sigma2 is not None and not (float(fixed_sigma2) > 0.0):
+        raise ValueError(f"fixed_sigma2 must be > 0 (np.inf for a flat likelihood), got {fixed_sigma2!r}")
+    if split_weights is not None:
+        w = np.asarray(split_weights, dtype=np.float64)
+        if w.shape != (p,) or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+            raise ValueError(f"split_weights must be {p} finite non-negative weights, not all zero")
+    if backend not in ("cuda", "cpu"):
+        raise ValueError(f"backend must be 'cuda' or 'cpu', got {backend!r}")
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+
+
 class GrowPruneGPU:
     """The Gaussian BART sweep on a CUDA device: grow/prune Metropolis-Hastings per tree, leaves from their
     Normal-Normal conditional, sigma^2 by its conjugate inverse-gamma draw (or fixed).
@@ -484,7 +506,16 @@ class GrowPruneGPU:
 
     Per draw :meth:`sweep` returns sigma^2; :attr:`state` the node tables (copied from the device when
     stale), :meth:`encode` the stored forest format (``thresholds`` needed), :meth:`row_leaves` the leaf slot
-    of every row per tree.
+    of every row per tree. Bad options raise a ValueError naming the argument.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([[0, 1, 2, 2]])
+    >>> g = GrowPruneGPU(codes, np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu")  # the CPU twin
+    >>> sigma2 = g.sweep()
+    >>> g.fit().shape
+    (4,)
     """
 
     def __init__(self, codes, y, m=200, alpha=0.95, beta=2.0, mu0=None, sigma_mu=None, k=2.0, sigma2_prior=None,
@@ -498,8 +529,9 @@ class GrowPruneGPU:
         if p > host.PMAX:
             raise ValueError(f"at most {host.PMAX} split columns on the GPU sweep, got {p}")
         y = np.asarray(y, dtype=np.float64)
-        if y.shape != (n,):
-            raise ValueError(f"y must have shape ({n},)")
+        if y.shape != (n,) or not np.isfinite(y).all():
+            raise ValueError(f"y must be finite with shape ({n},)")
+        _check_options(m, alpha, beta, sigma_mu, fixed_sigma2, split_weights, p, backend, dtype)
         self.n, self.p, self.m = n, p, int(m)
         self.codes_host = codes.astype(np.uint8 if codes.max() < 256 else np.uint16)
         self.rng = np.random.default_rng(rng)
