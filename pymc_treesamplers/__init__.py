@@ -14,6 +14,7 @@ from . import diagnostics, distributed, plots
 from .bart import BART
 from .diagnostics import compute_variable_importance, get_variable_inclusion, vi_to_kulprit
 from .engine.splitprior import DirichletSplitPrior
+from .gfr import GFRRegressor
 from .jumps import jump_weights, resample_jump_chain, weighted_mean
 from .plots import (
     plot_convergence,
@@ -40,6 +41,7 @@ __all__ = [
     "CTBirthDeathStep",
     "ContinuousSplitRule",
     "DirichletSplitPrior",
+    "GFRRegressor",
     "GrowPruneStep",
     "NormalScaleGibbs",
     "OneHotSplitRule",

@@ -28,7 +28,7 @@ from .bart import BARTRV, bart_covariates
 from .binning import covariate_matrix
 from .storage import ForestFormatError, as_text, blob_trees, decode_trace
 
-__all__ = ["CodedX", "check_new_X", "predict", "sample_posterior_predictive"]
+__all__ = ["CodedX", "check_new_X", "predict", "predict_forests", "sample_posterior_predictive"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -257,6 +257,21 @@ def _split_outputs(enc: np.ndarray) -> tuple[list, int]:
     return parts, k or 1
 
 
+def predict_forests(texts, X_new) -> np.ndarray:
+    """Values at new covariates of forests in the stored encoding (:func:`~pymc_treesamplers.storage.encode_forest`,
+    one per text, each validated first): shape ``(len(texts), n_new)``.
+
+    >>> # values = predict_forests(GFRRegressor().fit(X, y).forests_, X_new)
+    """
+    p, raw, starts = decode_trace(list(texts))
+    X, categorical = check_new_X(X_new, p, with_categories=True)
+    first = np.ascontiguousarray(starts[:-1])
+    _check_categories(raw, first, p, categorical)
+    out = np.empty((first.shape[0], X.shape[0]))
+    _predict_trace(raw, first, _extended(X), out)
+    return out
+
+
 def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, draws=None) -> np.ndarray:
     """Draw-matched values of a BART variable at new covariates, from the trace alone.
 
@@ -326,7 +341,7 @@ def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, d
     several = k > 1 or (post is not None and var_name in post and post[var_name].ndim == 4)
     return out.reshape(*lead, k, X.shape[0]) if several else out.reshape(*lead, X.shape[0])
 
-__all__ = ["CodedX", "check_new_X", "predict", "sample_posterior_predictive"]
+__all__ = ["CodedX", "check_new_X", "predict", "predict_forests", "sample_posterior_predictive"]
 
 
 def _bart_vars(model, idata) -> list:

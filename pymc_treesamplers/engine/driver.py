@@ -31,6 +31,7 @@ from numba.extending import overload
 
 from .nodes import NODE_INT, ROOT
 from .records import Pseudo, Tree, empty_nodes, tree_of
+from .rows import numba_threads
 from .tree import add_tree, copy_nodes, draw_leaves, repartition_subtree
 
 SWEEP_DONE, SWEEP_GROW, SWEEP_FAILED = range(3)
@@ -209,3 +210,19 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
                 return SWEEP_GROW, j
         copy_nodes(scratch, tree)
     return SWEEP_DONE, -1
+
+
+def run_sweep(rng, data, prior, forest, lik, work, sk, changed, threads: int = 1, kernel=sweep) -> int:
+    """One whole :func:`sweep` over a :class:`~pymc_treesamplers.engine.forest.Forest`, growing its node arrays
+    whenever a tree needs more room; returns -1, or the tree whose update failed. ``kernel``: the compiled
+    sweep to call (a step passes its entry point bound to its argument types)."""
+    j, resume = 0, False
+    while True:
+        with numba_threads(threads):
+            code, j = kernel(rng, j, resume, data, prior, forest.arrays(), lik, work, sk, changed)
+        if code == SWEEP_DONE:
+            return -1
+        if code == SWEEP_FAILED:
+            return j
+        forest.grow_capacity(int(work.nn[0]))
+        resume = True

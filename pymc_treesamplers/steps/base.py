@@ -29,11 +29,12 @@ from ..bart import BARTRV, as_data_array, bart_covariates
 from ..binning import split_columns
 from ..callers import check_nuts_sampler
 from ..diagnostics import frozen_message
-from ..engine.driver import SWEEP_DONE, SWEEP_FAILED, new_work, sweep
+from ..engine.driver import new_work, run_sweep, sweep
 from ..engine.forest import Forest, forest_sum, forest_summary, init_roots
 from ..engine.records import TreePrior, split_data
 from ..engine.rows import THREADING_LAYER, check_threads, numba_threads
 from ..engine.splitprior import kernel_weights, new_split_weights, update_split_weights
+from ..engine.updates.gfr import new_gfr_scratch
 from ..routes.likelihood import ROUTES, FamilyWorkingModel, GaussianWorkingModel, OutputView, working_model
 from ..storage import encode_forest
 
@@ -93,9 +94,10 @@ class BaseTreeStep(ArrayStepShared):
     _state_class = TreeStepState
     _extra_stats: dict[str, type] = {}
 
-    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", model=None, initial_point=None,
-                 compile_kwargs=None, blocked=False, rng=None):
+    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", warm_start: int = 0, model=None,
+                 initial_point=None, compile_kwargs=None, blocked=False, rng=None):
         self.threads = check_threads(threads)
+        self.warm_start = check_warm_start(warm_start)
         if route not in ROUTES:
             raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
         self.route = route
@@ -136,6 +138,8 @@ class BaseTreeStep(ArrayStepShared):
             # (one scalar per draw), so an array-valued stat travels as an object
             "split_counts": object,
             "forest": object,
+            # whether this draw's sweep was a grow-from-root warm start (tuning only), not the sampler's
+            "warm": bool,
             **self._extra_stats,
             # the split weights and their concentration, when they have a Dirichlet prior
             **({"split_weights": object, "split_concentration": np.float64} if self.sparse else {}),
@@ -281,26 +285,28 @@ class BaseTreeStep(ArrayStepShared):
     def _buffers(self):
         if self._scratch is None:
             kernels = _Kernels(_Bound(sweep), _Bound(forest_sum), _Bound(forest_summary))
-            self._scratch = (new_work(self.n), self._new_scratch(self.data.codes, self.m), kernels)
+            gfr = new_gfr_scratch(self.data.codes) if self.warm_start else None
+            self._scratch = (new_work(self.n), self._new_scratch(self.data.codes, self.m), kernels, gfr)
         return self._scratch
 
-    def _run_sweep(self, ps, i: int = 0) -> None:
-        """One sweep over the trees of output ``i`` with pseudo-data or likelihood record ``ps``."""
-        work, scratch, kernels = self._buffers()
-        forest, prior, changed = self.forests[i], self.outputs[i].prior, self._changed[i]
+    def _warming(self) -> bool:
+        """Whether this draw is one of the chain's first ``warm_start`` tuning draws: a grow-from-root sweep
+        (:mod:`pymc_treesamplers.engine.updates.gfr`) instead of the sampler's. Never after tuning, so no kept
+        draw comes from it."""
+        return self.tune and self.watch[WATCH_DRAW] < self.warm_start
+
+    def _run_sweep(self, ps, i: int = 0, warm: bool = False) -> None:
+        """One sweep over the trees of output ``i`` with pseudo-data or likelihood record ``ps``; ``warm``: a
+        grow-from-root sweep instead of the sampler's update."""
+        work, scratch, kernels, gfr = self._buffers()
+        if warm:
+            scratch = gfr
         # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
-        prior = prior._replace(leaf_exp=getattr(ps, "leaf_exp", 0.0))
-        j, resume = 0, False
-        while True:
-            with numba_threads(self.threads):
-                code, j = kernels.sweep(self.rng, j, resume, self.data, prior, forest.arrays(), ps, work, scratch,
-                                        changed)
-            if code == SWEEP_DONE:
-                return
-            if code == SWEEP_FAILED:
-                raise RuntimeError(self._failure(j))
-            forest.grow_capacity(int(work.nn[0]))
-            resume = True
+        prior = self.outputs[i].prior._replace(leaf_exp=getattr(ps, "leaf_exp", 0.0))
+        failed = run_sweep(self.rng, self.data, prior, self.forests[i], ps, work, scratch, self._changed[i],
+                           self.threads, kernels.sweep)
+        if failed >= 0:
+            raise RuntimeError(self._failure(failed))
 
     def _check_value(self, q0: RaveledVars) -> None:
         """Refuse a BART value that is not the one this step last returned (changed behind its back)."""
@@ -315,6 +321,7 @@ class BaseTreeStep(ArrayStepShared):
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         self._check_value(q0)
         kernels = self._buffers()[2]
+        warm = self._warming()
         self.fresh = False
         if self.split_weights is not None:
             self._use_split_weights()  # cheap (p numbers); a restored state brings its own
@@ -325,7 +332,7 @@ class BaseTreeStep(ArrayStepShared):
             if out.view is not None:
                 out.view.set_others(self.f)
             ps = out.working.sweep_input(f, self.rng, self.threads)
-            self._run_sweep(ps, i)
+            self._run_sweep(ps, i, warm)
             if out.corrected:
                 accepted.append(ps.counts[1] / max(ps.counts[0], 1))
                 mh_counts += ps.counts
@@ -335,7 +342,8 @@ class BaseTreeStep(ArrayStepShared):
             d, nl = kernels.forest_summary(fr, self._split_counts)
             depth, leaves = depth + d / self.k, leaves + nl / self.k
             split_counts += self._split_counts
-            per_output.append(self._sampler_stats())
+            # a warm-start sweep ran no sampler update: its own stats are NaN for that draw
+            per_output.append({k: np.nan for k in self._extra_stats} if warm else self._sampler_stats())
         self.synced = True
         if self.split_weights is not None:
             update_split_weights(self.rng, self.split_weights, self.data, [fr.arrays() for fr in self.forests],
@@ -349,6 +357,7 @@ class BaseTreeStep(ArrayStepShared):
             # one encoded forest per output, comma-separated (not in the base64 alphabet)
             "forest": ",".join(encode_forest(forest, self.thr_table, self.columns.trace_var, self.p)
                                for forest in self.forests),
+            "warm": warm,
             **{name: float(np.mean([s[name] for s in per_output])) for name in per_output[0]},
             **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
             **(self._split_weight_stats() if self.split_weights is not None else {}),
@@ -384,6 +393,15 @@ def new_watch(length: int) -> np.ndarray:
     w = np.zeros(6, dtype=np.int64)
     w[WATCH_LENGTH] = length
     return w
+
+
+def check_warm_start(warm_start) -> int:
+    """``warm_start`` as an int >= 0 (a ``TypeError`` or ``ValueError`` naming it otherwise)."""
+    if isinstance(warm_start, bool) or not isinstance(warm_start, (int, np.integer)):
+        raise TypeError(f"warm_start must be an integer (grow-from-root sweeps at a chain's start), got {warm_start!r}")
+    if warm_start < 0:
+        raise ValueError(f"warm_start must be >= 0, got {warm_start}")
+    return int(warm_start)
 
 
 class _Bound:
@@ -425,29 +443,33 @@ def _compile_kernels_once(step: BaseTreeStep) -> None:
     processes then load the compiled code from the cache)."""
     for out in step.outputs:
         _compile_sweep(step, out)
+        if step.warm_start:
+            _compile_sweep(step, out, warm=True)
 
 
-def _compile_sweep(step: BaseTreeStep, out: Output) -> None:
-    kind = (type(step), type(out.working), out.corrected)
+def _compile_sweep(step: BaseTreeStep, out: Output, warm: bool = False) -> None:
+    kind = (type(step), type(out.working), out.corrected, warm)
     if kind in _COMPILED:
         return
     _COMPILED.add(kind)
-    if not type(step._new_scratch(np.zeros((1, 1), dtype=np.uint16), 1)).__module__.startswith("pymc_treesamplers."):
+    codes = np.array([[0, 1, 1, 2]], dtype=np.uint16)
+    scratch = new_gfr_scratch(codes) if warm else step._new_scratch(codes, 1)
+    if not type(scratch).__module__.startswith("pymc_treesamplers."):
         # a record type from outside the package (a test's deliberately wrong kernel) must not enter
         # the on-disk cache index of the sweep: loading that index would then need its module
         return
-    codes = np.array([[0, 1, 1, 2]], dtype=np.uint16)
     data = split_data(codes, np.ones(1))
     forest = Forest.empty(1, 4, 0.0)
     fa = forest.arrays()
     ps = out.working.compile_record()
-    args = (np.random.default_rng(0), 0, False, data, out.prior, fa, ps, new_work(4), step._new_scratch(codes, 1),
+    args = (np.random.default_rng(0), 0, False, data, out.prior, fa, ps, new_work(4), scratch,
             np.zeros(1, dtype=np.bool_))
     cached = _in_numba_cache(sweep, args)
     t0 = time.perf_counter()
     if not cached:
         _log.info("pymc_treesamplers: compiling the %s kernels%s (first use with this numba cache; cached after; "
-                  "numba threading layer %s)", kind[0].__name__, f" for {kind[1].__name__}" if out.corrected else "",
+                  "numba threading layer %s)", "grow-from-root" if warm else kind[0].__name__,
+                  f" for {kind[1].__name__}" if out.corrected else "",
                   THREADING_LAYER or f"{numba.config.THREADING_LAYER} (set by the user)")
     init_roots(fa, data, 0.0)
     sweep(*args)

@@ -62,6 +62,11 @@ class CTBirthDeathStep(BaseTreeStep):
         and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
         sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
         every family. Both are exact.
+    warm_start : int, default 0
+        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
+        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
+        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
+        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -93,6 +98,7 @@ class CTBirthDeathStep(BaseTreeStep):
         rng=None,
         threads: int = 1,
         route: str = "auto",
+        warm_start: int = 0,
     ):
         if mode not in ("horizon", "jump"):
             raise ValueError(f"mode must be 'horizon' or 'jump', got {mode!r}")
@@ -110,8 +116,8 @@ class CTBirthDeathStep(BaseTreeStep):
         self._extra_stats = {"jumps": np.float64, "total_rate": np.float64}
         if mode == "jump":
             self._extra_stats["waiting_time"] = np.float64
-        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
-                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
+                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
         if mode == "jump":
             model = pm.modelcontext(model)
             others = [rv.name for rv in model.free_RVs if rv.name != self.var_name]

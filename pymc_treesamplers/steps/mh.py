@@ -47,6 +47,11 @@ class GrowPruneStep(_MHStep):
         refused when the step is built. The same posterior, priors, split coding and stored forests as
         ``"cpu"`` (a different random stream). ``"cuda-twin"``: the GPU sweep's CPU twin (the device's
         decision code and random stream on the CPU, one thread; the draws of ``"cuda"``), for tests.
+    warm_start : int, default 0
+        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
+        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
+        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
+        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -58,13 +63,16 @@ class GrowPruneStep(_MHStep):
 
     name = "growprune"
 
-    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", backend: str = "cpu", model=None,
-                 initial_point=None, compile_kwargs=None, blocked=False, rng=None):
+    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", backend: str = "cpu",
+                 warm_start: int = 0, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
         self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
         self.backend = check_backend(backend, threads)
+        if self.backend != "cpu" and warm_start:
+            raise ValueError(f"warm_start is not available with backend={backend!r} (the grow-from-root sweep runs on "
+                             "the CPU): use backend='cpu' or warm_start=0")
         self._device = None
-        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
-                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
+                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
         if self.backend != "cpu":
             self._device = DeviceSweep(self, self.backend)
 
@@ -139,6 +147,11 @@ class CGMStep(_MHStep):
         and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
         sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
         every family. Both are exact.
+    warm_start : int, default 0
+        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
+        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
+        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
+        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -161,6 +174,7 @@ class CGMStep(_MHStep):
         rng=None,
         threads: int = 1,
         route: str = "auto",
+        warm_start: int = 0,
     ):
         try:
             probs = np.asarray(move_probs, dtype=float)
@@ -173,5 +187,5 @@ class CGMStep(_MHStep):
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
-        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
-                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
+                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)

@@ -59,6 +59,11 @@ class PGBARTStep(BaseTreeStep):
         and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
         sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
         every family. Both are exact.
+    warm_start : int, default 0
+        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
+        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
+        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
+        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -94,6 +99,7 @@ class PGBARTStep(BaseTreeStep):
         rng=None,
         threads: int = 1,
         route: str = "auto",
+        warm_start: int = 0,
     ):
         c = num_particles
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 2:
@@ -118,8 +124,8 @@ class PGBARTStep(BaseTreeStep):
             self._extra_stats = {**self._extra_stats, "pimh_accept": np.float64}
         self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages),
                                _EXPANSIONS[expansion])
-        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
-                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
+                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
 
     def _new_scratch(self, codes, m):
         return new_pg_scratch(self.opts, codes, m, self.pimh)

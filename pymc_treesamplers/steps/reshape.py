@@ -53,6 +53,11 @@ class ReshapeStep(BaseTreeStep):
         and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
         sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
         every family. Both are exact.
+    warm_start : int, default 0
+        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
+        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
+        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
+        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
     model, initial_point, compile_kwargs, blocked, rng
         As for PyMC's own step methods.
 
@@ -81,6 +86,7 @@ class ReshapeStep(BaseTreeStep):
         rng=None,
         threads: int = 1,
         route: str = "auto",
+        warm_start: int = 0,
     ):
         if n_moves is not None and (isinstance(n_moves, bool) or not isinstance(n_moves, (int, np.integer))
                                     or n_moves < 1):
@@ -98,8 +104,8 @@ class ReshapeStep(BaseTreeStep):
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
         self._n_moves = n_moves
-        super().__init__(vars, threads=threads, route=route, model=model, initial_point=initial_point,
-                         compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
+                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
 
     @property
     def n_moves(self) -> int:
