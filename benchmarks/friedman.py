@@ -81,7 +81,8 @@ def fit_metrics(sigma: np.ndarray, f_test: np.ndarray, f_test_true: np.ndarray, 
     }
 
 
-def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test, allow_unmatched: bool = False) -> tuple[np.ndarray, dict]:
+def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test, allow_unmatched: bool = False,
+                       draws=None) -> tuple[np.ndarray, dict]:
     """Draw-matched pymc-bart predictions at X_test, shape (chain, draw, n_test).
 
     pymc-bart 0.13's public prediction route (pm.set_data + sample_posterior_predictive) picks
@@ -90,7 +91,7 @@ def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test, allow_unmatched: bool = Fa
     ``pymc_bart.utils._get_posterior_sampler`` -> ``sample_posterior(X, draw_indices, excluded)``).
     ``op.all_trees`` is appended by each chain process when it finishes, i.e. in completion
     order: every history is matched to its chain by its in-sample predictions against the
-    posterior ``mu``.
+    posterior ``mu``. ``draws``: the draw indices to predict (default: all).
     """
     from pymc_bart.utils import _get_posterior_sampler
 
@@ -127,7 +128,8 @@ def _pymc_bart_f_draws(mu_rv, idata, X_train, X_test, allow_unmatched: bool = Fa
                            f"{match_err} (next best {margin})")
     Xt = np.ascontiguousarray(X_test, dtype=np.float64)
     f = np.stack(
-        [np.asarray(samplers[chain_of[c]].sample_posterior(Xt, list(range(D)), None))[:, 0, :] for c in range(C)]
+        [np.asarray(samplers[chain_of[c]].sample_posterior(Xt, list(range(D)) if draws is None else list(draws),
+                                                           None))[:, 0, :] for c in range(C)]
     )
     return f, {"history_order_for_chains": [chain_of[c] for c in range(C)], "chains_matched": not unmatched,
                "chain_match_mismatch_share": max(match_err), "chain_match_next_best_share": min(margin)}

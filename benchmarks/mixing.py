@@ -1,23 +1,39 @@
-"""Mixing on real data: do independent chains agree? ReshapeStep against CGM, pymc-bart and stochtree.
+"""Time to agreement on real data: how soon do 4 independent chains agree, in wall time?
 
-    python -m benchmarks.mixing [--quick] [--cases friedman,california,boston]
-        [--samplers cgm,reshape,pymc-bart,stochtree] [--out docs/mixing.md] [--json PATH]
+    python -m benchmarks.mixing [--quick] [--cases friedman,california,boston] [--samplers cgm,cgm-warm,...]
+        [--budget 45] [--out docs/mixing.md] [--json PATH]
     python -m benchmarks.mixing --render-only [--quick | --json PATH]
 
-Issue 15's protocol: 4 independent chains x (1000 tune + 1000 draws) per arm, all arms of a data set
-in one run, each in its own child process (``benchmarks.harness``); sigma ~ HalfNormal(sd(y)),
-y ~ Normal(BART, sigma) for the PyMC arms (pymc-bart's default step, PGBART; ours with the named
-step), stochtree's grow/prune MCMC (no grow-from-root warm start) with its default sigma prior.
+Every arm of a data set runs in its own child process (``benchmarks.harness``), one after the other, the
+numba and PyTensor caches warm (a small fit of the same arm first, untimed; the cold start is
+docs/coldstart.md). Each arm: 4 chains x (100 tuning sweeps + kept draws), seed 1234; sigma ~ HalfNormal(sd(y)),
+y ~ Normal(BART, sigma). A user holds their time fixed, so every arm gets the same wall time (``--budget``
+seconds, 4 chains two at a time): its kept draws per chain are set from its own sweep time, measured on one
+untimed chain of 60 sweeps on the same data first (which also loads the numba caches and compiles PyTensor's
+functions), between 200 and 20000.
 
-* friedman: Friedman #1, n = 1000, m = 200 (``datasets.friedman1_train_test``, seed 1234);
-* california: California housing, 2000 training rows (``benchmarks.california``, training set 1),
-  m = 200, y in $100k;
-* boston: the ``make demo`` problem (``demo.split_data``: 405 training rows), m = 50.
+* ``cgm``, ``reshape``: this package's steps from single-leaf trees; ``cgm-warm``, ``reshape-warm``,
+  ``growprune-warm``: the same with ``warm_start=10`` (each chain's first 10 tuning sweeps grow every tree
+  from its root, XBART's sweep; its own seed per chain), the other 90 tuning sweeps the exact step's;
+* ``pymc-bart``: its default step (PGBART), tune 100;
+* ``stochtree``: its default warm start (``num_gfr=10``, one GFR run whose last forests start the 4 chains),
+  then 90 burn-in and the kept sweeps of its grow/prune MCMC; ``stochtree-mcmc``: no GFR, 100 burn-in;
+* ``gfr-only``: :class:`pymc_treesamplers.GFRRegressor` (40 sweeps, the last 25 averaged) against
+  ``stochtree-xbart``, stochtree's XBART-only mode (``num_gfr=40``, ``num_mcmc=0``, the same last 25
+  averaged): not MCMC, so only test RMSE and wall time.
 
-Reported: max rank R-hat of f over 25 fixed test rows (a chain that sits on its own trees shows
-there), min bulk ESS of f there, bulk ESS of sigma and its R-hat, ESS of sigma per second of
-wall time (PyMC arms: 2 chains at a time on the 2 cores; stochtree: its chains one after the other
-in one thread), test RMSE of the posterior mean (against f for Friedman, against y otherwise).
+Time to agreement. From the first ``k`` kept draws of the 4 chains, for ``k`` on a grid: the largest
+rank-normalised R-hat of f over 25 fixed test rows and the R-hat of sigma; the first ``k`` at which both
+are below 1.1 (and 1.05), and the wall time it takes to get there: ``set-up + (sum over the 4 chains of
+the seconds each took up to that draw, warm start and tuning included) / 2``, i.e. 4 chains run two at a
+time on the 2 cores. Chains are timed one by one (each one thread; PyMC arms: a callback's clock at every
+draw). stochtree runs its chains in one call: its GFR run is timed alone and its sweeps are taken as
+equally long. Also at that ``k``: test RMSE of the posterior mean (against f for Friedman #1, against y
+otherwise) and coverage of the 90% intervals (of f where f is known, else the predictive intervals of y).
+
+Data: Friedman #1 (n = 1000, m = 200, ``datasets.friedman1_train_test``), California housing (2000
+training rows, ``benchmarks.california`` training set 1, m = 200, y in $100k), Boston housing (the
+``make demo`` split: 405 training rows, m = 50).
 """
 
 from __future__ import annotations
@@ -25,18 +41,40 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+import numpy as np
 
 from benchmarks import friedman, harness
 from benchmarks.harness import fmt, md_table
+from benchmarks.metrics import rank_rhat
 
 MODULE = "benchmarks.mixing"
 CASES = {"friedman": 200, "california": 200, "boston": 50}
-SAMPLERS = ["cgm", "reshape", "pymc-bart", "stochtree"]
-LABELS = {"cgm": "pmt CGM", "reshape": "pmt Reshape (new)", "pymc-bart": "pymc-bart (PGBART)",
-          "stochtree": "stochtree (GP MCMC)"}
+OURS = ["cgm", "cgm-warm", "reshape", "reshape-warm", "growprune-warm"]
+DEFAULT_OURS = ["cgm", "cgm-warm", "reshape", "reshape-warm"]
+PEERS = ["pymc-bart", "stochtree", "stochtree-mcmc"]
+GFR_ONLY = ["gfr-only", "stochtree-xbart"]
+SAMPLERS = OURS + PEERS + GFR_ONLY
+LABELS = {"cgm": "pmt CGM", "cgm-warm": "pmt CGM + GFR warm start", "reshape": "pmt Reshape",
+          "reshape-warm": "pmt Reshape + GFR warm start", "growprune-warm": "pmt GrowPrune + GFR warm start",
+          "pymc-bart": "pymc-bart (PGBART)", "stochtree": "stochtree (GFR warm start, its default)",
+          "stochtree-mcmc": "stochtree (MCMC only)", "gfr-only": "pmt GFRRegressor (GFR only)",
+          "stochtree-xbart": "stochtree XBART only (GFR only)"}
 SEED = 1234
 N_POINTS = friedman.N_ESS
-TARGET_RHAT, TARGET_SIGMA_RATIO = 1.1, 5.0
+TUNE, WARM, CHAINS = 100, 10, 4
+GFR_SWEEPS, GFR_BURN = 40, 15
+THRESHOLDS = (1.1, 1.05)
+GRID = (25, 50, 75, 100, 150, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500, 2000, 2500, 3000, 4000, 5000, 6000,
+        8000, 10000, 12000, 15000, 20000)
+MIN_DRAWS, MAX_DRAWS = 200, 20_000
+N_THIN = 1000  # draws per chain, evenly spaced, at which every test row is predicted (RMSE, coverage)
+
+
+def figure_name(saved: dict) -> str:
+    """The report's figure, relative to its page: ``img/<report>-agreement.png``."""
+    return f"img/{Path(saved['meta'].get('out') or 'mixing.md').stem}-agreement.png"
 
 
 def load_case(case: str):
@@ -57,109 +95,346 @@ def load_case(case: str):
     return X.to_numpy(dtype=float), y, X_test.to_numpy(dtype=float), y_test
 
 
-def worker_body(spec: dict) -> dict:
-    X, y, X_test, target = load_case(spec["case"])
-    fspec = {"sampler": spec["sampler"], "m": CASES[spec["case"]], "tune": spec["tune"], "draws": spec["draws"],
-             "chains": spec["chains"], "cores": 2, "seed": SEED, "threads": 1}
-    fit = friedman._fit_stochtree if spec["sampler"] == "stochtree" else friedman._fit_pymc
+# =========================================================================== worker
+
+
+def _model(pkg, X, y, m):
+    import pymc as pm
+
+    model = pm.Model()
+    with model:
+        mu = pkg.BART("mu", X, y, m=m)
+        sigma = pm.HalfNormal("sigma", float(y.std()))
+        pm.Normal("y", mu, sigma, observed=y)
+    return model, mu
+
+
+def _steps(sampler: str, mu):
+    import pymc_treesamplers as pmt
+
+    if sampler == "pymc-bart":
+        return None  # its default: PGBART for mu
+    name, _, warm = sampler.partition("-")
+    cls = {"cgm": pmt.CGMStep, "reshape": pmt.ReshapeStep, "growprune": pmt.GrowPruneStep}[name]
+    return [cls([mu], warm_start=WARM if warm else 0)]
+
+
+def _run_pymc(sampler: str, X, y, m: int, draws: int, seed: int, chains: int = CHAINS, tune: int = TUNE):
+    """One PyMC fit: chains in sequence in this process, the clock read at every draw."""
+    import pymc as pm
+
+    clock = []
+
+    def callback(trace, draw):
+        clock.append((draw.chain, draw.draw_idx, time.perf_counter()))
+
+    import pymc_bart
+
+    import pymc_treesamplers
+
+    pkg = pymc_bart if sampler == "pymc-bart" else pymc_treesamplers
     t0 = time.perf_counter()
-    info, sigma, f_test = fit(fspec, X, y, X_test)
-    out = {"n": int(X.shape[0]), "p": int(X.shape[1]), "fit_s": time.perf_counter() - t0, **info}
-    out.update(friedman.fit_metrics(sigma, f_test, target, info["wall_s"]))
-    blocks = sigma.reshape(sigma.shape[0], 10, -1).mean(axis=2)
-    out["sigma_trace_means"] = [[float(v) for v in chain] for chain in blocks]
+    model, mu = _model(pkg, X, y, m)
+    with model:
+        # pymc-bart keeps the trees of a chain per chain process (its prediction route needs them): two processes
+        cores = 2 if sampler == "pymc-bart" and chains > 1 else 1
+        idata = pm.sample(tune=tune, draws=draws, chains=chains, cores=cores, random_seed=seed,
+                          step=_steps(sampler, mu),
+                          progressbar=False, compute_convergence_checks=False, callback=callback)
+    return model, mu, idata, t0, clock
+
+
+def _chain_seconds(clock, t0: float, draws: int) -> tuple[float, np.ndarray]:
+    """``(set-up, seconds)``: the time before the first chain's first sweep, and ``seconds[c, i]`` that chain ``c``
+    had run at the end of its sweep ``i`` (tuning included). A chain's first sweep is taken as long as its
+    second (chains in sequence or in processes of their own alike)."""
+    n = TUNE + draws
+    stamps = np.full((CHAINS, n), np.nan)
+    for c, i, t in clock:
+        stamps[c, i] = t
+    if np.isnan(stamps).any():
+        raise RuntimeError("the callback missed draws")
+    start = stamps[:, 0] - (stamps[:, 1] - stamps[:, 0])
+    return float(start.min() - t0), stamps - start[:, None]
+
+
+def draws_for(budget_s: float, sweep_s: float, tune: int = TUNE) -> int:
+    """Kept draws per chain that fill ``budget_s`` of wall time with 4 chains, two at a time, at ``sweep_s``
+    seconds per sweep (within ``MIN_DRAWS`` and ``MAX_DRAWS``).
+
+    >>> draws_for(10.0, 0.001)
+    4900
+    """
+    return int(np.clip(round(2.0 * budget_s / (CHAINS * sweep_s)) - tune, MIN_DRAWS, MAX_DRAWS))
+
+
+def _fit_pymc(spec: dict, X, y, X_test):
+    sampler, m = spec["sampler"], CASES[spec["case"]]
+    # untimed: load the numba caches, compile PyTensor's functions for this model, and time its sweeps
+    _, _, _, _, clock = _run_pymc(sampler, X, y, m, 40, 0, chains=1, tune=20)
+    stamps = np.array([t for _, i, t in clock if i >= 20])
+    draws = draws_for(spec["budget_s"], float(np.mean(np.diff(stamps))))
+    model, mu, idata, t0, clock = _run_pymc(sampler, X, y, m, draws, SEED)
+    setup, seconds = _chain_seconds(clock, t0, draws)
+    thin = np.unique(np.linspace(0, draws - 1, min(N_THIN, draws)).round().astype(np.int64))
+    if sampler == "pymc-bart":
+        f_points, extra = friedman._pymc_bart_f_draws(mu, idata, X, X_test[:N_POINTS], allow_unmatched=True)
+        f_thin, _ = friedman._pymc_bart_f_draws(mu, idata, X, X_test, allow_unmatched=True, draws=thin)
+    else:
+        import pymc_treesamplers as pmt
+
+        f_points, extra = np.asarray(pmt.predict(idata, X_test[:N_POINTS], "mu")), {}
+        flat = (np.arange(CHAINS)[:, None] * draws + thin).ravel()
+        f_thin = np.asarray(pmt.predict(idata, X_test, "mu", draws=flat)).reshape(CHAINS, thin.size, -1)
+    sigma = np.asarray(idata.posterior["sigma"].values)
+    # wall(k) for 4 chains two at a time: set-up + the chains' summed time to kept draw k, over 2 cores
+    wall = setup + seconds[:, TUNE:].sum(axis=0) / 2.0
+    info = {"draws": draws, "setup_s": setup, "chain_s": [float(s) for s in seconds[:, -1]], **extra}
+    return info, sigma, (f_points, f_thin, thin), wall
+
+
+def _stochtree(X, y, X_test, num_gfr: int, num_burnin: int, num_mcmc: int, chains: int, m: int):
+    from stochtree import BARTModel
+
+    model = BARTModel()
+    t0 = time.perf_counter()
+    model.sample(X_train=X, y_train=y, num_gfr=num_gfr, num_burnin=num_burnin, num_mcmc=num_mcmc,
+                 general_params={"num_chains": chains, "random_seed": SEED, "num_threads": 1},
+                 mean_forest_params={"num_trees": m})
+    elapsed = time.perf_counter() - t0
+    return model, elapsed
+
+
+def _fit_stochtree(spec: dict, X, y, X_test):
+    m = CASES[spec["case"]]
+    gfr = WARM if spec["sampler"] == "stochtree" else 0
+    # untimed, as the PyMC arms' first fit: its sweeps timed
+    sweep_s = _stochtree(X, y, X_test, 0, 0, 50, 1, m)[1] / 50
+    draws = draws_for(spec["budget_s"], sweep_s)
+    gfr_s = _stochtree(X, y, X_test, gfr, 0, 0, 1, m)[1] if gfr else 0.0
+    model, total = _stochtree(X, y, X_test, gfr, TUNE - gfr, draws, CHAINS, m)
+    pred = np.asarray(model.predict(X_test, terms="y_hat", type="posterior"))  # (n_test, chains * draws)
+    f_test = pred.reshape(X_test.shape[0], CHAINS, draws).transpose(1, 2, 0)
+    thin = np.unique(np.linspace(0, draws - 1, min(N_THIN, draws)).round().astype(np.int64))
+    sigma = np.sqrt(np.asarray(model.global_var_samples)).reshape(CHAINS, draws)
+    # its sweeps taken as equally long: the chains' sweeps are the run less its GFR part, two chains at a time
+    per_sweep = (total - gfr_s) / (CHAINS * (TUNE - gfr + draws))
+    wall = gfr_s + CHAINS * per_sweep * (TUNE - gfr + np.arange(1, draws + 1)) / 2.0
+    info = {"draws": draws, "setup_s": gfr_s, "total_s": total, "stochtree_gfr_s": gfr_s}
+    return info, sigma, (f_test[:, :, :N_POINTS], f_test[:, thin], thin), wall
+
+
+def _interval_hits(f_test, sigma, target, noise_free: bool, rng) -> float:
+    """Coverage of the central 90% intervals: of f's draws (noise_free), else of y's predictive draws."""
+    draws = f_test.reshape(-1, f_test.shape[-1])
+    if not noise_free:
+        draws = draws + sigma.reshape(-1, 1) * rng.standard_normal(draws.shape)
+    lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
+    return float(np.mean((target >= lo) & (target <= hi)))
+
+
+def agreement_curve(sigma, f_points, f_thin, thin, target, wall, noise_free: bool, grid=GRID) -> list[dict]:
+    """At every ``k`` of the grid (up to the draws there are, and the last draw): the R-hats from the first ``k``
+    kept draws of every chain (``f_points``: f at the fixed test rows, every draw), the wall time to get there,
+    test RMSE of the posterior mean and coverage (``f_thin``: f at every test row at the draws ``thin``)."""
+    rng = np.random.default_rng(0)
+    n = sigma.shape[1]
+    out = []
+    for k in sorted({k for k in grid if k <= n} | {n}):
+        use = thin < k
+        f_k = f_thin[:, use]
+        out.append({"k": k, "wall_s": float(wall[k - 1]),
+                    "rhat_f_max": float(np.max(rank_rhat(f_points[:, :k]))),
+                    "rhat_sigma": float(rank_rhat(sigma[:, :k])),
+                    "rmse": float(np.sqrt(np.mean((f_k.mean(axis=(0, 1)) - target) ** 2))),
+                    "coverage90": _interval_hits(f_k, sigma[:, thin[use]], target, noise_free, rng)})
     return out
 
 
+def first_agreement(curve: list[dict], threshold: float) -> dict | None:
+    """The first grid point at which both R-hats are below ``threshold`` (None: never within the run)."""
+    return next((pt for pt in curve if pt["rhat_f_max"] < threshold and pt["rhat_sigma"] < threshold), None)
+
+
+def _gfr_only(spec: dict, X, y, X_test, target):
+    m = CASES[spec["case"]]
+    if spec["sampler"] == "gfr-only":
+        import pymc_treesamplers as pmt
+
+        pmt.GFRRegressor(m=5, sweeps=2, burn=1, random_state=0).fit(X[:60], y[:60])  # untimed: numba caches
+        t0 = time.perf_counter()
+        reg = pmt.GFRRegressor(m=m, sweeps=GFR_SWEEPS, burn=GFR_BURN, random_state=SEED).fit(X, y)
+        fit_s = time.perf_counter() - t0
+        pred = reg.predict(X_test)
+    else:
+        _stochtree(X[:60], y[:60], X_test[:5], 2, 0, 0, 1, 5)
+        model, fit_s = _stochtree(X, y, X_test, GFR_SWEEPS, 0, 0, 1, m)
+        draws = np.asarray(model.predict(X_test, terms="y_hat", type="posterior"))  # (n_test, GFR_SWEEPS)
+        pred = draws[:, GFR_BURN:].mean(axis=1)
+    return {"fit_s": fit_s, "rmse": float(np.sqrt(np.mean((pred - target) ** 2)))}
+
+
+def worker_body(spec: dict) -> dict:
+    X, y, X_test, target = load_case(spec["case"])
+    out = {"n": int(X.shape[0]), "p": int(X.shape[1])}
+    if spec["sampler"] in GFR_ONLY:
+        return {**out, **_gfr_only(spec, X, y, X_test, target)}
+    fit = _fit_stochtree if spec["sampler"].startswith("stochtree") else _fit_pymc
+    info, sigma, (f_points, f_thin, thin), wall = fit(spec, X, y, X_test)
+    if f_points.shape != (CHAINS, info["draws"], N_POINTS) or f_thin.shape != (CHAINS, thin.size, X_test.shape[0]):
+        raise RuntimeError(f"predictions have shapes {f_points.shape} and {f_thin.shape}")
+    curve = agreement_curve(sigma, f_points, f_thin, thin, target, wall, spec["case"] == "friedman")
+    return {**out, **info, "curve": curve, "wall_s": float(wall[-1]), "sigma_mean": float(sigma.mean()),
+            "sigma_chain_means": [float(v) for v in sigma.mean(axis=1)]}
+
+
 def describe(res: dict) -> str:
-    return (f"max R-hat f {res['rhat_f_max']:.2f}, ESS sigma {res['ess_bulk_sigma']:.0f} "
-            f"({res['ess_per_s_sigma']:.2f}/s), R-hat sigma {res['rhat_sigma']:.2f}, RMSE {res['rmse_test']:.3f}")
+    if "curve" not in res:
+        return f"RMSE {res['rmse']:.3f} in {res['fit_s']:.2f} s"
+    end = res["curve"][-1]
+    hit = first_agreement(res["curve"], THRESHOLDS[0])
+    when = f"R-hat < 1.1 at k = {hit['k']} ({hit['wall_s']:.1f} s)" if hit else "R-hat never < 1.1"
+    return (f"{when}; at the end max R-hat f {end['rhat_f_max']:.2f}, sigma {end['rhat_sigma']:.2f}, "
+            f"RMSE {end['rmse']:.3f}, wall {res['wall_s']:.1f} s")
+
+
+# =========================================================================== report
+
+
+def _ok(saved: dict, case: str) -> dict[str, dict]:
+    return {r["spec"]["sampler"]: r for r in saved["results"]
+            if r["spec"]["case"] == case and r.get("status") == "ok"}
+
+
+def _hit_cells(res: dict, threshold: float) -> list[str]:
+    hit = first_agreement(res["curve"], threshold)
+    if hit is None:
+        return [f"never (run: {fmt(res['wall_s'])} s)", "", "", ""]
+    return [fmt(hit["wall_s"]), str(hit["k"]), fmt(hit["rmse"]), fmt(hit["coverage90"])]
+
+
+def _best(arms: dict, names: list[str], threshold: float) -> tuple[str | None, float]:
+    """The arm among ``names`` that agrees first, and its time (inf: none does)."""
+    best, t = None, float("inf")
+    for name in names:
+        hit = arms.get(name) and first_agreement(arms[name]["curve"], threshold)
+        if hit and hit["wall_s"] < t:
+            best, t = name, hit["wall_s"]
+    return best, t
 
 
 def render(saved: dict) -> str:
     st = saved["settings"]
-    lines = harness.header_lines("Mixing on real data: R-hat of f and ESS of sigma over independent chains"
+    lines = harness.header_lines("Time to agreement: how soon independent chains agree, in wall time"
                                  + (" — --quick smoke run" if st["quick"] else ""), saved["meta"],
                                  runs=saved["results"])
     lines += [
-        f"* {st['chains']} chains x ({st['tune']} tune + {st['draws']} draws) per arm, seed {SEED}; data sets: "
-        "Friedman #1 (n = 1000, m = 200), California housing (2000 training rows, m = 200), Boston housing "
-        "(the demo's 405 training rows, m = 50). Protocol and columns: `benchmarks/mixing.py` docstring.",
-        "* **max R-hat f**: largest rank-normalised R-hat over 25 fixed test rows; **ESS σ / s**: bulk ESS of "
-        "σ over all chains per second of wall time (PyMC arms run 2 chains at a time on the 2 cores, "
-        "stochtree its chains in sequence on one thread).",
+        f"* {CHAINS} chains x ({TUNE} tuning sweeps + the kept draws that fill about {fmt(st['budget_s'])} s of wall "
+        f"time at the arm's measured speed, {MIN_DRAWS} to {MAX_DRAWS}) per arm, seed {SEED}, caches warm; the "
+        f"warm-start arms grow every tree from its root in each chain's first {WARM} tuning sweeps. Protocol: "
+        "`benchmarks/mixing.py` docstring.",
+        "* **wall s**: 4 chains run two at a time on the 2 cores (set-up + the chains' summed seconds / 2) until "
+        "the largest rank-normalised R-hat of f over 25 fixed test rows and the R-hat of σ, both from the first "
+        "**k** kept draws of every chain, are first below the threshold; **RMSE** and **cov 90** (coverage of "
+        "the 90% intervals: of f for Friedman #1, predictive of y otherwise) from those k draws.",
+        "",
+        f"![R-hat against wall time]({figure_name(saved)})",
         "",
     ]
-    rows, by = [], {}
-    for r in saved["results"]:
-        sp = r["spec"]
-        by[(sp["case"], sp["sampler"])] = r
-        if r.get("status") != "ok":
-            rows.append([sp["case"], LABELS[sp["sampler"]], f"**{r.get('status')}**", "", "", "", "", "", "", ""])
-            continue
-        rows.append([sp["case"], LABELS[sp["sampler"]], fmt(r["rhat_f_max"]), fmt(r["ess_bulk_f_min"]),
-                     fmt(r["ess_bulk_sigma"]), fmt(r["rhat_sigma"]), fmt(r["ess_per_s_sigma"]), fmt(r["wall_s"]),
-                     fmt(r["sigma_mean"]), fmt(r["rmse_test"])])
-    lines += [md_table(["data", "arm", "max R-hat f", "min ESS f", "ESS σ", "R-hat σ", "ESS σ / s", "wall s",
-                        "mean σ", "test RMSE"], rows), ""]
-    lines += ["## Targets (issue 15)", ""]
+    for case in st["cases"]:
+        arms = _ok(saved, case)
+        rows = []
+        for name in [s for s in st["samplers"] if s not in GFR_ONLY]:
+            res = arms.get(name)
+            if res is None:
+                rows.append([LABELS[name], "**failed**"] + [""] * 11)
+                continue
+            end = res["curve"][-1]
+            rows.append([LABELS[name], *_hit_cells(res, THRESHOLDS[0]), *_hit_cells(res, THRESHOLDS[1])[:2],
+                         str(res["draws"]), fmt(end["rhat_f_max"]), fmt(end["rhat_sigma"]), fmt(end["rmse"]),
+                         fmt(end["coverage90"])])
+        lines += [f"## {case}", "",
+                  md_table(["arm", "wall s to 1.1", "k", "RMSE", "cov 90", "wall s to 1.05", "k", "draws",
+                            "end: R-hat f", "end: R-hat σ", "end: RMSE", "end: cov 90"], rows),
+                  ""]
+    lines += ["## Targets (issue 31)", ""]
     trows = []
     for case in st["cases"]:
-        new = by.get((case, "reshape"))
-        others = [by.get((case, s)) for s in st["samplers"] if s != "reshape"]
-        if new is None or new.get("status") != "ok":
-            continue
-        above = [o for o in others if o and o.get("status") == "ok" and o["rhat_f_max"] >= TARGET_RHAT]
-        met = new["rhat_f_max"] < TARGET_RHAT and len(above) > 0
-        trows.append([f"{case}: max R-hat of f < {TARGET_RHAT} where the others are above",
-                      f"Reshape {fmt(new['rhat_f_max'])}; others "
-                      + ", ".join(f"{LABELS[o['spec']['sampler']]} {fmt(o['rhat_f_max'])}" for o in others
-                                  if o and o.get('status') == 'ok'),
-                      "✅ met" if met else "❌ not met"])
-        cgm = by.get((case, "cgm"))
-        if case == "boston" and cgm and cgm.get("status") == "ok":
-            ratio = new["ess_per_s_sigma"] / cgm["ess_per_s_sigma"]
-            trows.append([f"boston: ESS/s of σ ≥ {TARGET_SIGMA_RATIO:g}x CGM's", f"{fmt(ratio)}x "
-                          f"({fmt(new['ess_per_s_sigma'])} vs {fmt(cgm['ess_per_s_sigma'])})",
-                          "✅ met" if ratio >= TARGET_SIGMA_RATIO else "❌ not met"])
+        arms = _ok(saved, case)
+        ours, t_ours = _best(arms, [s for s in OURS if s in st["samplers"]], THRESHOLDS[0])
+        peer, t_peer = _best(arms, [s for s in PEERS if s in st["samplers"]], THRESHOLDS[0])
+        if ours is None:
+            verdict = "❌ not met (no arm of this package agrees within the run)"
+        elif peer is None:
+            verdict = "✅ met (no peer agrees within its run)"
+        else:
+            verdict = "✅ met" if t_ours <= 0.5 * t_peer else "❌ not met"
+        trows.append([f"{case}: wall time to R-hat < 1.1 ≤ half the best peer's",
+                      f"{LABELS[ours] if ours else 'none'} {fmt(t_ours)} s; best peer "
+                      f"{LABELS[peer] if peer else 'none'} {fmt(t_peer)} s", verdict])
+        for cold, warm in (("cgm", "cgm-warm"), ("reshape", "reshape-warm")):
+            if cold in arms and warm in arms:
+                a, b = arms[cold]["curve"][-1], arms[warm]["curve"][-1]
+                ok = b["rmse"] <= 1.02 * a["rmse"] and b["coverage90"] >= a["coverage90"] - 0.02
+                trows.append([f"{case}: {LABELS[warm]}: RMSE and coverage no worse than without (end of run; "
+                              "within 2% / 0.02)", f"RMSE {fmt(b['rmse'])} vs {fmt(a['rmse'])}, coverage "
+                              f"{fmt(b['coverage90'])} vs {fmt(a['coverage90'])}", "✅ met" if ok else "❌ not met"])
     lines += [md_table(["target", "measured", "verdict"], trows), ""]
-    lines += ["Reading:", ""]
-    lines += [
-        "* f's R-hat at test rows is judged over chains that all started from single-leaf trees; none of the arms "
-        "brings it below 1.1 on any of the three data sets in 4 x (1000 + 1000), and the moves that make "
-        "hypercube chains agree ([reshape.md](reshape.md)) change nothing measurable here: with many small "
-        "trees, what stays slow is not the shape of one tree.",
-        "* pymc-bart's posterior differs from the others' where its mean σ does (its default leaf prior and split "
-        "rules are not ours): its mixing numbers describe another posterior.",
-    ]
-    shares = [(r["spec"]["case"], r["chain_match_mismatch_share"], r["chain_match_next_best_share"])
-              for r in saved["results"] if r.get("status") == "ok" and r.get("chain_match_mismatch_share") is not None]
-    if shares:
-        lines.append(
-            "* pymc-bart's f at the test rows comes from the tree histories it keeps per chain, matched to the "
-            "chains by their predictions at training rows. Its own prediction of a training row differs from its "
-            "in-sample value where the row sits on a split value (tied values): share of differing (draw, row) "
-            "pairs for the matched chain, and for the closest other chain: "
-            + ", ".join(f"{c} {fmt(v)} and {fmt(w)}" for c, v, w in shares) + "."
-        )
-    lines += ["", "σ by chain, mean of each tenth of the kept draws (chains that disagree show as separate levels):",
-              ""]
-    srows = []
-    for r in saved["results"]:
-        if r.get("status") == "ok":
-            srows.append([r["spec"]["case"], LABELS[r["spec"]["sampler"]],
-                          "<br>".join(" ".join(fmt(v) for v in ch) for ch in r["sigma_trace_means"])])
-    lines += [md_table(["data", "arm", "σ per chain (10 blocks)"], srows), ""]
+    grows = []
+    for case in st["cases"]:
+        arms = _ok(saved, case)
+        if all(g in arms for g in GFR_ONLY):
+            a, b = arms["gfr-only"], arms["stochtree-xbart"]
+            grows.append([case, fmt(a["rmse"]), fmt(a["fit_s"]), fmt(b["rmse"]), fmt(b["fit_s"]),
+                          fmt(b["fit_s"] / a["fit_s"])])
+    if grows:
+        lines += ["## Grow-from-root alone (not MCMC)", "",
+                  f"{GFR_SWEEPS} sweeps, the last {GFR_SWEEPS - GFR_BURN} averaged, one thread; test RMSE as above.",
+                  "",
+                  md_table(["data", "pmt GFRRegressor RMSE", "fit s", "stochtree XBART-only RMSE", "fit s",
+                            "time ratio (stochtree / pmt)"], grows), ""]
     lines += harness.run_notes(saved["results"], lambda sp: f"{sp['case']} {sp['sampler']}")
     lines += [harness.source_line(saved["meta"]), ""]
     return "\n".join(lines)
 
 
+def figure(saved: dict, path: Path) -> None:
+    """R-hat (the larger of f's and σ's) against wall time, one panel per data set."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = saved["settings"]["cases"]
+    fig, axes = plt.subplots(1, len(cases), figsize=(5 * len(cases), 4), squeeze=False)
+    for ax, case in zip(axes[0], cases, strict=True):
+        for name, res in _ok(saved, case).items():
+            if "curve" not in res:
+                continue
+            x = [pt["wall_s"] for pt in res["curve"]]
+            y = [max(pt["rhat_f_max"], pt["rhat_sigma"]) for pt in res["curve"]]
+            ax.plot(x, y, marker="o", ms=3, ls="--" if name in PEERS else "-", label=LABELS[name])
+        for t in THRESHOLDS:
+            ax.axhline(t, color="grey", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_ylim(1.0, 2.0)
+        ax.set_title(case)
+        ax.set_xlabel("wall seconds (4 chains, 2 cores)")
+        ax.set_ylabel("max R-hat of f (25 rows) and σ")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: 2 chains x (50 + 50), Boston only")
+    p.add_argument("--quick", action="store_true", help="smoke run: Boston only, a 3 s budget")
     p.add_argument("--cases", default=None, help=f"comma list from {list(CASES)}")
-    p.add_argument("--samplers", default=",".join(SAMPLERS), help=f"comma list from {SAMPLERS}")
+    p.add_argument("--samplers", default=",".join(DEFAULT_OURS + PEERS + GFR_ONLY), help=f"comma list from {SAMPLERS}")
+    p.add_argument("--budget", type=float, default=None,
+                   help="wall seconds each arm's kept draws should fill (default 45; --quick: 3)")
     harness.add_harness_args(p, timeout_min=60.0)
     args = p.parse_args(argv)
     harness.resolve_report_paths(args, "mixing" + ("-quick" if args.quick else ""))
@@ -167,19 +442,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         return args
     args.cases = harness.choice_list(args.cases or ("boston" if args.quick else ",".join(CASES)), CASES, p, "case(s)")
     args.samplers = harness.choice_list(args.samplers, SAMPLERS, p, "sampler(s)")
+    args.budget = args.budget or (3.0 if args.quick else 45.0)
     return args
 
 
 def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
-    n = (2, 50, 50) if args.quick else (4, 1000, 1000)
-    settings = {"quick": args.quick, "cases": args.cases, "samplers": args.samplers,
-                "chains": n[0], "tune": n[1], "draws": n[2]}
-    return settings, [(f"{c} {s}", {"case": c, "sampler": s, "chains": n[0], "tune": n[1], "draws": n[2]})
+    settings = {"quick": args.quick, "cases": args.cases, "samplers": args.samplers, "budget_s": args.budget}
+    return settings, [(f"{c} {s}", {"case": c, "sampler": s, "budget_s": args.budget})
                       for c in args.cases for s in args.samplers]
 
 
 def main(argv: list[str] | None = None) -> int:
-    return harness.grid_main(MODULE, argv, parse_args, worker_body, describe, render, plan)
+    code = harness.grid_main(MODULE, argv, parse_args, worker_body, describe, render, plan)
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    if code == 0 and args.worker is None and args.json.exists():
+        saved = harness.load_json(args.json)
+        out = args.out or (harness.ROOT / saved["meta"]["out"] if saved["meta"].get("out") else None)
+        if out is not None:  # the report's figure, from the same JSON, next to it
+            figure(saved, Path(out).parent / figure_name(saved))
+    return code
 
 
 if __name__ == "__main__":

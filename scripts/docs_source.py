@@ -31,6 +31,7 @@ API = {
                                "pymc_treesamplers.distributed.current_chain",
                                "pymc_treesamplers.distributed.ChainSeed"],
     "Single trees by SMC": ["pymc_treesamplers.SMCTreeClassifier", "pymc_treesamplers.SMCTreeRegressor"],
+    "Grow-from-root fit (not MCMC)": ["pymc_treesamplers.GFRRegressor"],
     "Diagnostics": ["pymc_treesamplers.diagnostics", "pymc_treesamplers.vi_to_kulprit"],
     "Plots": ["pymc_treesamplers.plots"],
     "Priors and jump-mode traces": ["pymc_treesamplers.chipman_sigma2_prior", "pymc_treesamplers.jump_weights",
@@ -94,6 +95,8 @@ def main() -> int:
     (OUT / "notebooks").mkdir(parents=True)
     for page in sorted((ROOT / "docs").glob("*.md")):
         shutil.copy(page, OUT / page.name)
+    if (ROOT / "docs" / "img").is_dir():  # figures the reports draw (benchmarks/mixing.py)
+        shutil.copytree(ROOT / "docs" / "img", OUT / "img")
     stamp = package_stamp()
     for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
         (OUT / "notebooks" / book.name).write_text(stamped(book.read_text(), stamp))
