@@ -116,8 +116,9 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
         self.forests_, sigmas = [], []
         for s in range(sweeps):
             # the driver keeps r the residual of the whole forest, tree by tree
-            run_sweep(rng, data, prior, forest, Pseudo(r, np.full(n, 1.0 / sigma2), threads), work, sk, changed,
-                      threads)
+            if run_sweep(rng, data, prior, forest, Pseudo(r, np.full(n, 1.0 / sigma2), threads), work, sk, changed,
+                         threads) >= 0:
+                raise RuntimeError("a grow-from-root tree outgrew its node buffers")  # cannot happen: 2n + 1 nodes
             sigma2 = (b0 + 0.5 * float(r @ r)) / rng.gamma(a0 + 0.5 * n)
             sigmas.append(np.sqrt(sigma2))
             if s >= burn:

@@ -52,3 +52,39 @@ def test_every_generated_doc_is_listed():
     generated = {p.stem for p in (ROOT / "docs").glob("*.md") if p.read_text().split("\n")[2].startswith("Generated ")}
     assert generated == set(REPORTS)
     assert {p.stem for p in harness.saved_reports()} == set(REPORTS)
+
+
+def test_the_time_to_agreement_figure_is_drawn_from_its_json(tmp_path):
+    """docs/mixing.md shows a figure made from the same JSON (benchmarks/mixing.py): it must render, and the
+    page must point at the file the benchmark writes."""
+    from benchmarks import mixing
+
+    saved = harness.load_json(ROOT / "benchmarks" / "results" / "mixing.json")
+    path = tmp_path / mixing.figure_name(saved)
+    mixing.figure(saved, path)
+    assert path.stat().st_size > 10_000
+    assert f"]({mixing.figure_name(saved)})" in (ROOT / "docs" / "mixing.md").read_text()
+    assert (ROOT / "docs" / mixing.figure_name(saved)).exists()
+
+
+def test_time_to_agreement_reads_the_first_grid_point_below_the_threshold():
+    import numpy as np
+
+    from benchmarks import mixing
+
+    rng = np.random.default_rng(0)
+    chains, n = 4, 400
+    sigma = rng.normal(1.0, 0.1, (chains, n))
+    f_points = rng.normal(0.0, 1.0, (chains, n, mixing.N_POINTS))
+    f_points[0, :100] += 5.0  # chain 0 starts elsewhere: R-hat falls as k grows past its transient
+    thin = np.arange(0, n, 4)
+    f_thin = rng.normal(0.0, 1.0, (chains, thin.size, 400))  # a standard normal posterior at 400 test rows
+    wall = np.arange(1, n + 1) * 0.01
+    target = rng.normal(0.0, 1.0, 400)  # drawn from it: its 90% intervals cover about 90%
+    curve = mixing.agreement_curve(sigma, f_points, f_thin, thin, target, wall, True, grid=(25, 50, 100, 200))
+    assert [pt["k"] for pt in curve] == [25, 50, 100, 200, 400]
+    hit = mixing.first_agreement(curve, 1.1)
+    assert hit is not None and hit["k"] > 100 and hit["wall_s"] == wall[hit["k"] - 1]
+    assert all(pt["rhat_f_max"] >= 1.1 for pt in curve if pt["k"] < hit["k"])
+    assert mixing.first_agreement(curve, 1.0) is None
+    assert 0.85 < curve[-1]["coverage90"] < 0.95

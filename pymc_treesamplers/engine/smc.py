@@ -231,7 +231,7 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
                     mn = code
                 elif code > mx:
                     mx = code
-            add_row(lm, i, hist[code])
+            add_row(lm, i, hist, code)
         if mx == mn:
             present[mn] = False
             continue
@@ -499,6 +499,14 @@ def smc_run(rng, opts, conditional, ref, P, data, prior, lm, sc):
             resample(rng, opts.resampling, conditional, P)
     top = P.logw.max()
     return stages, top + math.log(np.exp(P.logw - top).sum() / C)
+
+
+@numba.njit(cache=True, nogil=True)
+def adopt_particle(P, c, t):
+    """Particle ``c`` becomes tree ``t`` (nodes and row order)."""
+    src = particle(P, c)
+    copy_nodes(src, t)
+    copy_perm(src, t)
 
 
 @numba.njit(cache=True, nogil=True)

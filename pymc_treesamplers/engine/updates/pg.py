@@ -29,14 +29,13 @@ from ..smc import (
     Particles,
     ProposalScratch,
     SMCOptions,
+    adopt_particle,
     new_particles,
     new_proposal_scratch,
-    particle,
     pick_particle,
     smc_init,
     smc_run,
 )
-from ..tree import copy_nodes, copy_perm
 
 PG_FAILED_MAX_STAGES = -1
 
@@ -76,7 +75,7 @@ def pg_update(rng, j, t, data, prior, ps, sk):
     chosen = pick_particle(rng, P)
     sk.kept[j] = chosen == 0
     sk.stages[j] = stages
-    _adopt(P, chosen, t)
+    adopt_particle(P, chosen, t)
     accepted = 0
     for _ in range(sk.independent):
         smc_init(P, sk.opts.n_particles, t, prior, ps)
@@ -84,16 +83,9 @@ def pg_update(rng, j, t, data, prior, ps, sk):
         if stages < 0:
             return PG_FAILED_MAX_STAGES
         if math.log(rng.random()) < log_z_new - log_z:
-            _adopt(P, pick_particle(rng, P), t)
+            adopt_particle(P, pick_particle(rng, P), t)
             log_z = log_z_new
             accepted += 1
     sk.accepted[j] = accepted
     return int(chosen != 0 or accepted > 0)
 
-
-@numba.njit(cache=True, nogil=True)
-def _adopt(P, c, t):
-    """Particle ``c`` becomes tree ``t`` (nodes and row order)."""
-    src = particle(P, c)
-    copy_nodes(src, t)
-    copy_perm(src, t)
