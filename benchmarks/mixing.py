@@ -338,6 +338,8 @@ def render(saved: dict) -> str:
         "**k** kept draws of every chain, are first below the threshold; **RMSE** and **cov 90** (coverage of "
         "the 90% intervals: of f for Friedman #1, predictive of y otherwise) from those k draws.",
         "",
+        *([f"* Note: {saved['meta']['note']}"] if saved["meta"].get("note") else []),
+        "",
         f"![R-hat against wall time]({figure_name(saved)})",
         "",
     ]
@@ -363,15 +365,22 @@ def render(saved: dict) -> str:
         arms = _ok(saved, case)
         ours, t_ours = _best(arms, [s for s in OURS if s in st["samplers"]], THRESHOLDS[0])
         peer, t_peer = _best(arms, [s for s in PEERS if s in st["samplers"]], THRESHOLDS[0])
+        # a peer that never agrees took longer than its whole run: only that lower bound is known
+        runs = [arms[s]["wall_s"] for s in PEERS if s in arms]
+        peer_text = (f"best peer {LABELS[peer]} {fmt(t_peer)} s" if peer else
+                     f"no peer agrees within its run (the shortest lasted {fmt(min(runs))} s)" if runs else "no peer")
+        bound = t_peer if peer else (min(runs) if runs else float("inf"))
         if ours is None:
             verdict = "❌ not met (no arm of this package agrees within the run)"
+        elif t_ours <= 0.5 * bound:
+            verdict = "✅ met"
         elif peer is None:
-            verdict = "✅ met (no peer agrees within its run)"
+            verdict = "❔ not shown (the peers' time is only known to exceed their runs)"
         else:
-            verdict = "✅ met" if t_ours <= 0.5 * t_peer else "❌ not met"
+            verdict = "❌ not met"
         trows.append([f"{case}: wall time to R-hat < 1.1 ≤ half the best peer's",
-                      f"{LABELS[ours] if ours else 'none'} {fmt(t_ours)} s; best peer "
-                      f"{LABELS[peer] if peer else 'none'} {fmt(t_peer)} s", verdict])
+                      f"{LABELS[ours] + ' ' + fmt(t_ours) + ' s' if ours else 'no arm of this package agrees'}; "
+                      + peer_text, verdict])
         for cold, warm in (("cgm", "cgm-warm"), ("reshape", "reshape-warm")):
             if cold in arms and warm in arms:
                 a, b = arms[cold]["curve"][-1], arms[warm]["curve"][-1]
@@ -393,9 +402,66 @@ def render(saved: dict) -> str:
                   "",
                   md_table(["data", "pmt GFRRegressor RMSE", "fit s", "stochtree XBART-only RMSE", "fit s",
                             "time ratio (stochtree / pmt)"], grows), ""]
+    lines += _reading(saved)
     lines += harness.run_notes(saved["results"], lambda sp: f"{sp['case']} {sp['sampler']}")
     lines += [harness.source_line(saved["meta"]), ""]
     return "\n".join(lines)
+
+
+def _agreed(saved: dict, case: str, names: list[str]) -> str:
+    """Which of ``names`` agree (R-hat < 1.1) on ``case``, and when."""
+    arms = _ok(saved, case)
+    hits = sorted((first_agreement(arms[n]["curve"], THRESHOLDS[0])["wall_s"], n) for n in names
+                  if n in arms and "curve" in arms[n] and first_agreement(arms[n]["curve"], THRESHOLDS[0]))
+    return ", ".join(f"{LABELS[n]} at {fmt(t)} s" for t, n in hits) or "none"
+
+
+def _reading(saved: dict) -> list[str]:
+    """What the tables say, and what a user should take from them (numbers read from the JSON)."""
+    st = saved["settings"]
+    ours = [s for s in OURS if s in st["samplers"]]
+    peers = [s for s in PEERS if s in st["samplers"]]
+    lines = ["## Reading", ""]
+    for case in st["cases"]:
+        lines.append(f"* **{case}**: chains that agree within their run: ours {_agreed(saved, case, ours)}; "
+                     f"peers {_agreed(saved, case, peers)}.")
+    changes = []
+    for case in st["cases"]:
+        arms = _ok(saved, case)
+        for cold in ("cgm", "reshape"):
+            if cold in arms and f"{cold}-warm" in arms:
+                a, b = arms[cold]["curve"][-1], arms[f"{cold}-warm"]["curve"][-1]
+                changes.append(f"{case} {LABELS[cold]} {fmt(a['rhat_f_max'])} → {fmt(b['rhat_f_max'])}")
+    if changes:
+        lines.append("* The warm start, alone, does not make chains agree: the end-of-run R-hat of f without → with "
+                     "it: " + "; ".join(changes) + ". A chain that starts near the data still has to mix, and with "
+                     "many small trees what stays slow is the trees' moves, not the start. It costs little (each "
+                     f"chain's {WARM} grow-from-root sweeps) and never leaves a kept draw (tests/test_gfr.py).")
+    lines += [
+        "* stochtree starts its chains from consecutive forests of one GFR run (its `num_gfr - 1 - chain` "
+        "forest), so its chains are not independent at the start; ours each run their own GFR sweeps with their "
+        "own seed. stochtree warns that its GFR has trouble with covariates with many tied values (California's "
+        "and Boston's have them): binned codes make ties cost nothing here.",
+        f"* The budget caps kept draws at {MAX_DRAWS}: on Boston the fast arms (m = 50) reach it before "
+        f"{fmt(st['budget_s'])} s, so their runs are shorter than the budget.",
+        "",
+        "## Choosing a sampler",
+        "",
+        "* Judge agreement with 4 chains, by R-hat of f at the rows you will report and of σ: on these data no "
+        "sampler, here or in the peers, agrees in the first few hundred draws, and one chain's ESS hides it.",
+        "* When agreement matters, run `pmt.ReshapeStep([mu], warm_start=10)` and long chains: thousands of draws "
+        "cost seconds here. In this run, where any arm agreed it agreed first, and its end-of-run R-hat of f was "
+        "the lowest of all arms or within 0.01 of it on every data set.",
+        "* `pmt.CGMStep` (the default) stays the cheapest per sweep among the moves that change a split in place "
+        "(grow/prune cannot); the warm start is an option for it too, not a fix.",
+    ]
+    ratios = [arms["gfr-only"]["fit_s"] / arms["stochtree-xbart"]["fit_s"] for arms in
+              (_ok(saved, case) for case in st["cases"]) if all(g in arms for g in GFR_ONLY)]
+    if ratios:
+        lines.append("* For a point fit in seconds, `pmt.GFRRegressor` (test RMSE in the last table, against "
+                     f"stochtree's XBART-only fit, at {fmt(min(ratios))}-{fmt(max(ratios))}x its time); its spread is "
+                     "not a posterior.")
+    return lines + [""]
 
 
 def figure(saved: dict, path: Path) -> None:
