@@ -26,15 +26,8 @@ from .engine.rows import check_threads
 from .engine.updates.gfr import new_gfr_scratch
 from .predictive import predict_forests
 from .sigma_prior import chipman_sigma2_prior
+from .smctree import _integer  # the estimators' shared option check
 from .storage import encode_forest
-
-
-def _count(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
 
 
 class GFRRegressor(RegressorMixin, BaseEstimator):
@@ -90,13 +83,15 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y) -> GFRRegressor:
         """Run the sweeps on covariates ``X`` (n, p; NaN: missing) and responses ``y`` (n,)."""
-        sweeps = _count("sweeps", self.sweeps, 1)
-        burn = _count("burn", self.burn, 0)
+        sweeps = _integer("sweeps", self.sweeps, 1)
+        burn = _integer("burn", self.burn, 0)
         if burn >= sweeps:
             raise ValueError(f"burn must be < sweeps (some sweeps must be kept), got burn={burn}, sweeps={sweeps}")
         threads = check_threads(self.threads)
         Xa, ya, kw = bart_spec(X, y, m=self.m, alpha=self.alpha, beta=self.beta, k=self.k, max_bins=self.max_bins,
                                split_points=self.split_points)
+        if not ya.std() > 0:
+            raise ValueError("y is constant: there is nothing for the trees to fit")
         n, p = Xa.shape
         columns = split_columns(Xa, kw["max_bins"], kw["split_points"], kw["categorical"])
         data = split_data(columns.codes, columns.column_weights(np.ones(p)), threads)
@@ -112,7 +107,7 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
         r = ya - f
         work, sk, changed = new_work(n), new_gfr_scratch(data.codes), np.zeros(m, dtype=np.bool_)
         thr, trace_var = columns.threshold_table(), columns.trace_var
-        sigma2 = float(ya.var()) if ya.var() > 0 else 1.0
+        sigma2 = float(ya.var())
         self.forests_, sigmas = [], []
         for s in range(sweeps):
             # the driver keeps r the residual of the whole forest, tree by tree

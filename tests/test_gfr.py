@@ -225,6 +225,13 @@ def test_gfr_regressor_checks_its_options_by_name(kw, error, name):
         pmt.GFRRegressor(**kw).fit(X, X[:, 0])
 
 
+def test_gfr_regressor_refuses_a_constant_y():
+    X = np.random.default_rng(0).uniform(size=(20, 2))
+    X[0, 0] = np.nan  # the missing-value path too, where the noise prior's scale is sd(y)
+    with pytest.raises(ValueError, match="y is constant"):
+        pmt.GFRRegressor(m=5, sweeps=2, burn=1).fit(X, np.ones(20))
+
+
 def test_gfr_regressor_predict_checks_columns():
     X = np.random.default_rng(0).uniform(size=(50, 2))
     reg = pmt.GFRRegressor(m=5, sweeps=3, burn=1, random_state=0).fit(X, X[:, 0])
