@@ -1,7 +1,7 @@
 """GPU sweep benchmark (issue 32): our numba-cuda grow/prune sweep, bartz (JAX), and this package's CPU sweep on
 1..16 threads, Friedman #1 (p = 10), m = 200, seconds per sweep.
 
-    python benchmarks/gpu.py --out DIR [--quick] [--sections gpu,bartz,cpu,pmsample] [--bartz-from FILE]
+    python benchmarks/gpu.py --out DIR [--quick] [--sections gpu,bartz,cpu,stochtree,pmsample] [--bartz-from FILE]
     python benchmarks/gpu.py --out DIR --render GPU_JSON --bartz-from FILE   # re-render only, no runs
 
 ``--bartz-from FILE``: bartz's figures from an earlier run's gpu.json (for a gpu-only rerun), used where this
@@ -22,7 +22,10 @@ numba-cuda do not share a process). Results are written to DIR/gpu.json and DIR/
   run twice and the faster kept (jit compile is in both); peak memory from ``device.memory_stats()``.
   Note bartz caps trees at depth 6 (maxdepth) where our prior has no cap.
 * ``cpu``: the package's CPU GrowPrune sweep (``engine.driver.sweep`` with the MH update at (0.5, 0.5, 0, 0),
-  sigma^2 by its conjugate draw) on 1, 2, 4, 8, 16 threads at CPU_N rows; numba's threading layer reported.
+  sigma^2 by its conjugate draw) on 1, 2, 4, 8, 16 threads at 10^6 rows and on 1 and 16 at 10^7 (2 warm-up and 3
+  kept sweeps there); numba's threading layer reported.
+* ``stochtree``: stochtree's grow/prune MCMC on the same threads (10^6 rows; 16 threads at 10^7), seconds per
+  sweep as the difference of two fits; the table puts it next to ours.
 
 * ``pmsample`` (only when PyMC imports; else the cells say "skipped"): a whole
   ``pm.sample(tune=20, draws=20, chains=1, cores=1)`` at n = PM_N, m = 200 on the same Friedman data, with
@@ -51,13 +54,18 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7], "cpu_n": 10**6,
-        "cpu_threads": [1, 2, 4, 8, 16], "m": 200, "warm": 5, "keep": 5, "extra": 10,
+FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7],
+        "cpu": [(10**6, t) for t in (1, 2, 4, 8, 16)] + [(10**7, 1), (10**7, 16)],
+        "stochtree": [(10**6, t) for t in (1, 2, 4, 8, 16)] + [(10**7, 16)], "big_n": 10**7, "m": 200,
+        "warm": 5, "keep": 5, "extra": 10,
         "pmsample": [(10**6, "cuda"), (10**6, "cpu")], "pm_tune": 20, "pm_draws": 20, "pm_threads": 16,
-        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 200, "pmsample": 230}, "cell_s": 110, "pmsample_cell_s": 115}
-QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu_n": 3000, "cpu_threads": [1, 2], "m": 10, "warm": 1, "keep": 2,
+        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 300, "stochtree": 300, "pmsample": 230}, "cell_s": 110,
+        "pmsample_cell_s": 115}
+QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu": [(3000, 1), (3000, 2), (40000, 2)],
+         "stochtree": [(3000, 1), (3000, 2)], "big_n": 40000, "m": 10, "warm": 1, "keep": 2,
          "extra": 2, "pmsample": [(200, "cuda"), (200, "cpu")], "pm_tune": 2, "pm_draws": 2, "pm_threads": 2,
-         "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90, "pmsample": 240}, "cell_s": 60, "pmsample_cell_s": 120}
+         "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90, "stochtree": 90, "pmsample": 240}, "cell_s": 60,
+         "pmsample_cell_s": 120}
 P, SEED = 10, 1234
 CHECK_N = 2000
 
@@ -258,8 +266,9 @@ def child_cpu(n, threads, cfg):
     work = new_work(n)
     changed = np.zeros(m, dtype=np.bool_)
     rng = np.random.default_rng(SEED)
+    warm, keep = (2, 3) if n >= cfg["big_n"] else (cfg["warm"], cfg["keep"])
     times = []
-    for _s in range(cfg["warm"] + cfg["keep"]):
+    for _s in range(warm + keep):
         t = time.perf_counter()
         j, resume = ROOT, FALSE
         while True:
@@ -270,17 +279,34 @@ def child_cpu(n, threads, cfg):
                 raise RuntimeError("CPU sweep failed")
             forest.grow_capacity(int(work.nn[0]))
             j, resume = np.int64(jj), TRUE
-        sigma2 = (b0 + 0.5 * float(r @ r)) / rng.gamma(a0 + 0.5 * n)
+        # not r @ r: OpenBLAS's threads spin ~0.1 s after a dot, on the cores the next sweep's threads need
+        # (measured on 2 cores, n = 1e6: 2 threads 0.76 s per sweep with r @ r, 0.41 s without)
+        sigma2 = (b0 + 0.5 * float(np.square(r).sum())) / rng.gamma(a0 + 0.5 * n)
         w[:] = 1.0 / sigma2
         times.append(time.perf_counter() - t)
     try:
         layer = numba.threading_layer()
     except ValueError:
         layer = "none started"
-    kept = times[cfg["warm"]:]
+    kept = times[warm:]
     return {"n": n, "threads": threads, "s_per_sweep": float(np.median(kept)), "sweeps_s": times,
             "threading_layer": layer, "sigma": float(np.sqrt(sigma2)),
             "numba_num_threads": numba.config.NUMBA_NUM_THREADS}
+
+
+def child_stochtree(n, threads, cfg):
+    """stochtree's grow/prune MCMC (``BARTModel.sample``, no GFR) on ``threads`` threads: seconds per sweep as the
+    difference of two fits (the scale benchmark's ``_stochtree_wall``) over the extra sweeps."""
+    from benchmarks.scale import _stochtree_wall
+
+    X, y = friedman1(n)
+    warm, keep = (2, 3) if n >= cfg["big_n"] else (cfg["warm"], cfg["keep"])
+    short = _stochtree_wall(X, y, warm, threads)
+    long = _stochtree_wall(X, y, warm + keep, threads)
+    import stochtree
+
+    return {"n": n, "threads": threads, "s_per_sweep": (long - short) / keep, "short_s": short, "long_s": long,
+            "version": getattr(stochtree, "__version__", "?")}
 
 
 def _real_package():
@@ -451,11 +477,19 @@ def _markdown(res):
                   + (f"{v['s_per_sweep']:.4f}" if "s_per_sweep" in v else f"error {v.get('error', '')[-80:]!r}") + " |"
                   for n, v in var]
     cpu = [r for r in res.get("cpu", []) if "error" not in r]
+    st = {(r["n"], r["threads"]): r["s_per_sweep"] for r in res.get("stochtree", []) if "error" not in r}
     if cpu:
-        base = cpu[0]["s_per_sweep"]
-        lines += ["", f"CPU sweep (this package, GrowPrune), n = {cpu[0]['n']:.0e}, threading layer "
-                  f"{cpu[-1]['threading_layer']}:", "", "| threads | s/sweep | speed-up |", "|---|---|---|"]
-        lines += [f"| {r['threads']} | {r['s_per_sweep']:.4g} | {base / r['s_per_sweep']:.2f} |" for r in cpu]
+        layer = cpu[-1]["threading_layer"]
+        lines += ["", f"CPU sweep (this package, GrowPrune; threading layer {layer}) and stochtree's grow/prune "
+                  "sweep on the same threads:", "",
+                  "| n | threads | s/sweep | speed-up over 1 thread | stochtree s/sweep | ours / stochtree |",
+                  "|---|---|---|---|---|---|"]
+        for r in cpu:
+            one = next((q["s_per_sweep"] for q in cpu if q["n"] == r["n"] and q["threads"] == 1), None)
+            sp = f"{one / r['s_per_sweep']:.2f}" if one else "n/a"
+            b = st.get((r["n"], r["threads"]))
+            lines.append(f"| {r['n']:.0e} | {r['threads']} | {r['s_per_sweep']:.4g} | {sp} | "
+                         + (f"{b:.4g} | {r['s_per_sweep'] / b:.2f} |" if b else "n/a | n/a |"))
     pms = res.get("pmsample", [])
     if pms:
         lines += ["", "Whole pm.sample (chains=1, cores=1; tune + draws; sigma by NormalScaleGibbs); seconds, after a "
@@ -471,7 +505,7 @@ def _markdown(res):
             lines.append(f"| {r['n']:.0e} | {be} | {r['step_s']:.2f} | {r['sample_s']:.2f} | "
                          f"{r['s_per_draw_median']:.4f} | {r['first_draw_s']:.2f} | {r['warmup_s']:.1f} | "
                          f"{r['predict_vs_trace']:.1e} |")
-    errs = [r for sec in ("gpu", "bartz", "cpu", "pmsample") for r in res.get(sec, []) if "error" in r]
+    errs = [r for sec in ("gpu", "bartz", "cpu", "stochtree", "pmsample") for r in res.get(sec, []) if "error" in r]
     if errs:
         lines += ["", "Errors:", ""] + [f"* {e['args']}: {e['error'][-300:]!r}" for e in errs]
     return "\n".join(lines) + "\n"
@@ -492,6 +526,7 @@ def main():
         kind = args[0]
         out = {"gpu": lambda: child_gpu(args[1], cfg), "bartz": lambda: child_bartz(args[1], cfg),
                "cpu": lambda: child_cpu(args[1], args[2], cfg),
+               "stochtree": lambda: child_stochtree(args[1], args[2], cfg),
                "pmsample": lambda: child_pmsample(args[1], args[2], cfg)}[kind]()
         print("RESULT " + json.dumps(out), flush=True)
         return
@@ -530,8 +565,7 @@ def main():
         start = time.perf_counter()
         res[section] = []
         try:
-            cells = ([("cpu", cfg["cpu_n"], t) for t in cfg["cpu_threads"]] if section == "cpu"
-                     else [(section, *c) for c in cfg[section]] if section == "pmsample"
+            cells = ([(section, *c) for c in cfg[section]] if section in ("cpu", "stochtree", "pmsample")
                      else [(section, n) for n in cfg[section]])
             for args in cells:
                 left = cfg["limit_s"][section] - (time.perf_counter() - start)

@@ -114,7 +114,8 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
             if run_sweep(rng, data, prior, forest, Pseudo(r, np.full(n, 1.0 / sigma2), threads), work, sk, changed,
                          threads) >= 0:
                 raise RuntimeError("a grow-from-root tree outgrew its node buffers")  # cannot happen: 2n + 1 nodes
-            sigma2 = (b0 + 0.5 * float(r @ r)) / rng.gamma(a0 + 0.5 * n)
+            # not r @ r: a BLAS dot leaves OpenBLAS threads spinning, taking the cores from the next sweep
+            sigma2 = (b0 + 0.5 * float(np.square(r).sum())) / rng.gamma(a0 + 0.5 * n)
             sigmas.append(np.sqrt(sigma2))
             if s >= burn:
                 self.forests_.append(encode_forest(forest, thr, trace_var, p))

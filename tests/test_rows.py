@@ -8,7 +8,9 @@
   thread-dependent summation (blocks of ``n / threads`` rows) is caught by the same comparison;
 * ``threads`` is checked before sampling, and a process that loaded the parallel kernels can still
   fork PyMC's chain workers (the reason for numba's TBB or workqueue layer, not OpenMP);
-* a long partition (split_leaf) is stable and the same on any thread count; a long code range by blocks.
+* a long partition (split_leaf) is stable and the same on any thread count; a long code range by blocks;
+* a proposed split scored in place (split_suff, side_log_avail) gives the numbers of the split it stands for;
+  a long collapse merges by blocks along a merge path: the sorted merge, the same on any thread count.
 """
 
 import multiprocessing
@@ -216,8 +218,8 @@ def test_import_starts_numba_thread_pool():
 
 
 def test_collapse_of_a_long_node_puts_its_rows_back_in_order():
-    # a rejected grow splits a long node stably and collapses it: its rows are then in increasing order
-    # again (before, each rejected grow left two interleaved runs and a leaf's passes became random
+    # a long node split stably and collapsed (a pruned node): its rows are then in increasing order
+    # again (before, each collapse left two interleaved runs and a leaf's passes became random
     # gathers); a merge of unsorted runs is still a permutation of the node's rows
     from pymc_treesamplers.engine.records import split_data
     from pymc_treesamplers.engine.rows import merge_rows
@@ -263,3 +265,88 @@ def test_block_paths_are_exact_on_enumerable_data(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                           "tests/test_matrix.py"], env=env, cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-3000:]
+
+
+@needs_two
+@pytest.mark.parametrize("n", [PAR_MIN - 3, 3 * PAR_MIN + 41])
+def test_split_suff_is_the_sums_of_the_split_on_any_thread_count(n):
+    # grow scores its proposal without moving rows: one pass gives both sides' count and sums, the
+    # same bits on 1 and 2 threads, and the sums of the rows the split would put on each side
+    from pymc_treesamplers.engine.rows import split_suff
+
+    rng = np.random.default_rng(11)
+    r, w = rng.normal(size=n) * 1e2, rng.uniform(0.5, 2.0, size=n)
+    code = rng.integers(0, 60, size=n).astype(np.uint16)
+    pj = rng.permutation(n).astype(np.int32)
+    s, e, c = 5, n - 2, 23
+    got = [split_suff(r, w, pj, s, e, code, c, 1)]
+    with numba_threads(2):
+        got.append(split_suff(r, w, pj, s, e, code, c, 2))
+    assert got[0] == got[1]
+    rows = pj[s:e]
+    left, right = rows[code[rows] <= c], rows[code[rows] > c]
+    assert got[0][0] == left.size
+    np.testing.assert_allclose(got[0][1:], (w[left].sum(), (w * r)[left].sum(), w[right].sum(), (w * r)[right].sum()),
+                               rtol=1e-12)
+    # a wrong side (the cut taken as '<') is not what the split puts left
+    assert split_suff(r, w, pj, s, e, code, c - 1, 1)[0] != left.size
+
+
+def test_side_availability_read_in_place_is_the_childs():
+    # the availability of a proposed split's children, read without moving rows, is exactly the value
+    # split_leaf writes for them: few-valued, constant, two-valued and continuous columns, a zero weight,
+    # sides with 0, 1 and many rows
+    from pymc_treesamplers.engine.prior import node_log_avail, side_log_avail
+    from pymc_treesamplers.engine.records import split_data
+    from pymc_treesamplers.engine.tree import partition_rows
+
+    rng = np.random.default_rng(12)
+    n = 300
+    codes = np.stack([rng.integers(0, 3, n), np.zeros(n, dtype=int), rng.integers(0, 2, n), rng.integers(0, 250, n),
+                      rng.integers(0, 250, n)]).astype(np.uint16)
+    codes[:, :40] = np.array([[0], [0], [1], [0], [7]])  # 40 equal rows, the only ones with code 0 in column 3
+    codes[3, 40:] = rng.integers(1, 250, n - 40)
+    data = split_data(codes, np.array([1.0, 2.0, 0.5, 0.25, 0.0]))
+    seen = set()
+    for trial in range(400):
+        v, c = (3, 0) if trial % 4 == 0 else (int(rng.integers(0, 5)), int(rng.integers(0, 250)))
+        pj = rng.permutation(n).astype(np.int32)
+        s = int(rng.integers(0, 5))
+        e = int(rng.integers(s + 1, n + 1)) if trial % 3 else s + int(rng.integers(1, 4))
+        rows = pj[s:e]
+        n_left = int((codes[v, rows] <= c).sum())
+        got = (side_log_avail(data, pj, s, e, codes[v], c, True, n_left),
+               side_log_avail(data, pj, s, e, codes[v], c, False, e - s - n_left))
+        mid = s + partition_rows(pj, s, e, codes[v], c)
+        assert mid - s == n_left
+        assert got == (node_log_avail(data, pj, s, mid) if mid - s else -np.inf,
+                       node_log_avail(data, pj, mid, e) if e - mid else -np.inf)
+        seen.add((min(n_left, 2), min(e - s - n_left, 2), got[0] == -np.inf))
+    assert {(0, 2, True), (1, 2, True), (2, 0, False), (2, 2, False), (2, 2, True)} <= seen
+
+
+@needs_two
+def test_long_merge_by_blocks_is_the_sorted_merge_on_any_thread_count():
+    from pymc_treesamplers.engine.rows import merge_rows
+
+    rng = np.random.default_rng(13)
+    n = 4 * PAR_MIN + 17
+    rows = np.sort(rng.choice(10 * n, size=n, replace=False)).astype(np.int32)
+    side = rng.random(n) < 0.3
+    for runs in ("sorted", "unsorted"):
+        a, b = rows[side], rows[~side]
+        if runs == "unsorted":  # a short node's in-place split leaves unsorted runs inside a long node
+            a = a.copy()
+            a[: BLOCK // 3] = a[: BLOCK // 3][::-1]
+        base = np.concatenate([[-7, -8], a, b, [-9]]).astype(np.int32)
+        out = []
+        for threads in (1, 2):
+            pj = base.copy()
+            with numba_threads(threads):
+                merge_rows(pj, 2, 2 + a.size, 2 + n, threads)
+            out.append(pj)
+        np.testing.assert_array_equal(out[0], out[1])
+        np.testing.assert_array_equal(np.sort(out[0][2 : 2 + n]), rows)  # a permutation of the node's rows
+        np.testing.assert_array_equal(out[0][[0, 1, -1]], [-7, -8, -9])
+        if runs == "sorted":
+            np.testing.assert_array_equal(out[0][2 : 2 + n], rows)

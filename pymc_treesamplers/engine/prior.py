@@ -81,6 +81,36 @@ def node_log_avail(data, pj, s, e):
 
 
 @numba.njit(cache=True, nogil=True)
+def side_log_avail(data, pj, s, e, code_split, c, left, n_side):
+    """:func:`node_log_avail` of the ``n_side`` rows of ``pj[s:e]`` on one side of ``code_split <= c``
+    (``left``: the side at or below ``c``), read in place: a proposed split's children without moving rows.
+
+    The same variables are found valid as on the split node's rows, and their weights are added in the
+    same order, so the value is the one :func:`~pymc_treesamplers.engine.tree.split_leaf` writes. Each
+    variable's scan stops at the side's first code that differs from its first row's.
+    """
+    if n_side < 2:
+        return NEG_INF
+    q0 = s
+    while (code_split[pj[q0]] <= c) != left:
+        q0 += 1
+    first = pj[q0]
+    total = 0.0
+    for v in range(data.codes.shape[0]):
+        if data.wsplit[v] > 0.0:
+            code_v = data.codes[v]
+            f = code_v[first]
+            for q in range(q0 + 1, e):
+                i = pj[q]
+                if code_v[i] != f and (code_split[i] <= c) == left:
+                    total += data.wsplit[v]
+                    break
+    if total > 0.0:
+        return math.log(total)
+    return NEG_INF
+
+
+@numba.njit(cache=True, nogil=True)
 def draw_split_rule(rng, data, pj, s, e, scratch_p):
     """Draw ``(v, c, n_cuts)`` for a splittable node from the split-rule prior.
 

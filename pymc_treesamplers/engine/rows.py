@@ -11,11 +11,13 @@ thread count:
   :data:`PAR_MIN` rows is summed in one plain loop (small data keep exactly the arithmetic they had
   before blocks existed);
 * an add touches each row once, so any split of the work gives the same result;
-* a node's split (:func:`partition_blocks`) counts each block's left rows, then scatters every block
+* a proposed split is scored by one read-only pass (:func:`split_suff`: both sides' count and sums);
+  a node's split (:func:`partition_blocks`) counts each block's left rows, then scatters every block
   to offsets fixed by those counts: a stable partition, the same on any thread count; the smallest
   and largest code of a long range (:func:`code_range_blocks`) are taken per block; a long node's
-  collapse merges its children's rows back in row order (:func:`merge_rows`, one thread), so a long
-  node's rows stay in increasing order and the passes over them read memory forward.
+  collapse merges its children's rows back in row order (:func:`merge_rows`, by blocks along a
+  merge path), so a long node's rows stay in increasing order and the passes over them read memory
+  forward.
 
 ``threads > 1`` runs the blocks of ranges of at least :data:`PAR_MIN` rows on numba's thread pool
 (``prange``; the count is numba's ``set_num_threads``, which the steps set around each sweep);
@@ -126,6 +128,77 @@ def range_suff(r, w, pj, s, e, threads):
         W += parts[c, 0]
         S += parts[c, 1]
     return W, S
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_split_suff(r, w, pj, a, b, code_v, c):
+    # branch-free: a random split mispredicts half its branches; adding w * 0.0 leaves a sum unchanged
+    nl = 0
+    WL = 0.0
+    SL = 0.0
+    WR = 0.0
+    SR = 0.0
+    for t in range(a, b):
+        i = pj[t]
+        left = code_v[i] <= c
+        f = 1.0 if left else 0.0
+        wi = w[i]
+        wr = wi * r[i]
+        nl += left
+        WL += f * wi
+        SL += f * wr
+        WR += (1.0 - f) * wi
+        SR += (1.0 - f) * wr
+    return nl, WL, SL, WR, SR
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _split_suff_par(r, w, pj, s, e, code_v, c, counts, parts):
+    for k in numba.prange(parts.shape[0]):
+        a = s + k * BLOCK
+        counts[k], parts[k, 0], parts[k, 1], parts[k, 2], parts[k, 3] = _block_split_suff(
+            r, w, pj, a, min(a + BLOCK, e), code_v, c
+        )
+
+
+@numba.njit(cache=True, nogil=True)
+def split_suff(r, w, pj, s, e, code_v, c, threads):
+    """``(n_left, W_left, S_left, W_right, S_right)`` of the rows ``pj[s:e]`` split by ``code_v <= c``,
+    without moving them: what a proposed split needs, in one pass (by blocks on a long range).
+
+    A grow is mostly rejected once a chain has found the data; scoring it without the partition (and
+    the merge that undid it) leaves one read-only pass per proposal, and no serial step.
+
+    >>> import numpy as np
+    >>> r, w = np.arange(4.0), np.ones(4)
+    >>> split_suff(r, w, np.arange(4, dtype=np.int32), 0, 4, np.array([0, 1, 0, 1], dtype=np.uint16), 0, 1)
+    (2, 2.0, 2.0, 2.0, 4.0)
+    """
+    if e - s < PAR_MIN:
+        return _block_split_suff(r, w, pj, s, e, code_v, c)
+    nb = (e - s + BLOCK - 1) // BLOCK
+    counts = np.empty(nb, dtype=np.int64)
+    parts = np.empty((nb, 4))
+    if threads > 1:
+        _split_suff_par(r, w, pj, s, e, code_v, c, counts, parts)
+    else:
+        for k in range(nb):
+            a = s + k * BLOCK
+            counts[k], parts[k, 0], parts[k, 1], parts[k, 2], parts[k, 3] = _block_split_suff(
+                r, w, pj, a, min(a + BLOCK, e), code_v, c
+            )
+    nl = 0
+    WL = 0.0
+    SL = 0.0
+    WR = 0.0
+    SR = 0.0
+    for k in range(nb):
+        nl += counts[k]
+        WL += parts[k, 0]
+        SL += parts[k, 1]
+        WR += parts[k, 2]
+        SR += parts[k, 3]
+    return nl, WL, SL, WR, SR
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -245,14 +318,12 @@ def _block_count(pj, a, b, code_v, c):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _block_scatter(pj, a, b, code_v, c, tmp, lo, hi):
-    for q in range(a, b):
+    for q in range(a, b):  # branch-free (see _block_split_suff)
         row = pj[q]
-        if code_v[row] <= c:
-            tmp[lo] = row
-            lo += 1
-        else:
-            tmp[hi] = row
-            hi += 1
+        left = code_v[row] <= c
+        tmp[lo if left else hi] = row
+        lo += left
+        hi += 1 - left
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -356,35 +427,83 @@ def code_range_blocks(code_v, pj, s, e, threads):
     return mn, mx
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge_into(pj, i, ie, j, je, tmp, q, qe):
+    # the smaller row index first (row indices are distinct): fills tmp[q:qe]; branch-free selects,
+    # since two interleaved runs mispredict a branch on every other row
+    big = np.iinfo(pj.dtype).max
+    while q < qe:
+        a = pj[i] if i < ie else big
+        b = pj[j] if j < je else big
+        take_a = a < b
+        tmp[q] = a if take_a else b
+        i += take_a
+        j += 1 - take_a
+        q += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge_split(pj, s, mid, e, d):
+    # how many of the first d merged rows come from pj[s:mid] (binary search along the diagonal)
+    lo = max(0, d - (e - mid))
+    hi = min(d, mid - s)
+    while lo < hi:
+        h = (lo + hi) // 2
+        if pj[s + h] < pj[mid + d - h - 1]:
+            lo = h + 1
+        else:
+            hi = h
+    return lo
+
+
 @numba.njit(cache=True, nogil=True)
-def merge_rows(pj, s, mid, e):
+def _merge_splits(pj, s, mid, e):
+    # where each block of the output starts in both runs; clamped so consecutive blocks take
+    # consecutive, disjoint pieces of each run even if a run is not sorted (rows a short node's
+    # in-place split left unordered): the blocks then always make a permutation of the node's rows
+    nb = (e - s + BLOCK - 1) // BLOCK
+    at = np.empty(nb + 1, dtype=np.int64)
+    at[0] = 0
+    for k in range(1, nb + 1):
+        d = min(k * BLOCK, e - s)
+        raw = _merge_split(pj, s, mid, e, d)
+        at[k] = min(max(raw, at[k - 1]), at[k - 1] + d - (k - 1) * BLOCK)
+    return at
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _merge_par(pj, s, mid, e, at, tmp):
+    for k in numba.prange(at.shape[0] - 1):
+        d0 = k * BLOCK
+        d1 = min(d0 + BLOCK, e - s)
+        _merge_into(pj, s + at[k], s + at[k + 1], mid + d0 - at[k], mid + d1 - at[k + 1], tmp, d0, d1)
+
+
+@numba.njit(cache=True, nogil=True)
+def merge_rows(pj, s, mid, e, threads=1):
     """Merge the runs ``pj[s:mid]`` and ``pj[mid:e]`` by row index, in place (a node's collapse).
 
     Stable splits keep a node's rows in increasing order when they were; merging on a collapse puts
     them back in order (any merge is still a permutation of the node's rows, so this is about memory
-    access, never about which rows a node holds). Without it every rejected grow left two interleaved
-    runs behind, and after a few sweeps the passes over a leaf's rows were random gathers.
+    access, never about which rows a node holds). Without it every collapse left two interleaved runs
+    behind, and after a few sweeps the passes over a leaf's rows were random gathers. A long range is
+    merged by blocks of the output, each block's start found in both runs by binary search (a merge
+    path), on ``threads`` threads: the same result on any thread count.
     """
     tmp = np.empty(e - s, dtype=pj.dtype)
-    i = s
-    j = mid
-    q = 0
-    while i < mid and j < e:
-        if pj[j] < pj[i]:
-            tmp[q] = pj[j]
-            j += 1
-        else:
-            tmp[q] = pj[i]
-            i += 1
-        q += 1
-    while i < mid:
-        tmp[q] = pj[i]
-        i += 1
-        q += 1
-    while j < e:
-        tmp[q] = pj[j]
-        j += 1
-        q += 1
+    if e - s < PAR_MIN:
+        _merge_into(pj, s, mid, mid, e, tmp, 0, e - s)
+        for q in range(e - s):
+            pj[s + q] = tmp[q]
+        return
+    at = _merge_splits(pj, s, mid, e)
+    if threads > 1:
+        _merge_par(pj, s, mid, e, at, tmp)
+        _copy_par(tmp, pj, s)
+        return
+    for k in range(at.shape[0] - 1):
+        d0 = k * BLOCK
+        d1 = min(d0 + BLOCK, e - s)
+        _merge_into(pj, s + at[k], s + at[k + 1], mid + d0 - at[k], mid + d1 - at[k + 1], tmp, d0, d1)
     for q in range(e - s):
         pj[s + q] = tmp[q]
-

@@ -160,18 +160,18 @@ def _move_node(ti, tf, src, dst):
 
 
 @numba.njit(cache=True, nogil=True)
-def collapse(t, k):
+def collapse(t, k, threads=1):
     """Turn internal node ``k`` whose children are leaves into a leaf, freeing both slots.
 
     The last nodes are moved into the freed slots so the tree stays compact. A long node's rows are
-    merged back in row order (:func:`~pymc_treesamplers.engine.rows.merge_rows`).
+    merged back in row order (:func:`~pymc_treesamplers.engine.rows.merge_rows`, on ``threads`` threads).
     """
     ti = t.ints
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
     if ti[k, END] - ti[k, START] >= PAR_MIN:
         first = a if ti[a, START] == ti[k, START] else b  # the child whose rows come first
-        merge_rows(t.perm, ti[k, START], ti[first, END], ti[k, END])
+        merge_rows(t.perm, ti[k, START], ti[first, END], ti[k, END], threads)
     ti[k, VAR] = -1
     ti[k, CUT] = -1
     ti[k, LEFT] = -1
@@ -381,6 +381,26 @@ def subtree_log_prior(t, prior, k, order):
 
 
 @numba.njit(cache=True, nogil=True)
+def split_log_ratio_sums(prior, d, lwa, lwb, wa, sa, wb, sb):
+    """Log posterior of a node at depth ``d`` split in two over it as a leaf, without the rule's prior, from
+    the children's availabilities (``lwa``, ``lwb``) and sums (``wa, sa``, ``wb, sb``).
+
+    >>> from pymc_treesamplers.engine.records import TreePrior
+    >>> pr = TreePrior(0.95, 2.0, 0.0, 1.0)
+    >>> round(split_log_ratio_sums(pr, 0, NEG_INF, NEG_INF, 1.0, 0.0, 1.0, 0.0) - math.log(0.95 / 0.05), 12)
+    0.0
+    """
+    dlik = leaf_loglik(prior, wa, sa) + leaf_loglik(prior, wb, sb) - leaf_loglik(prior, wa + wb, sa + sb)
+    dprior = (
+        log_psplit(prior, d)
+        + leaf_log_prior(prior, d + 1, lwa)
+        + leaf_log_prior(prior, d + 1, lwb)
+        - log1m_psplit(prior, d)
+    )
+    return dprior + dlik
+
+
+@numba.njit(cache=True, nogil=True)
 def split_log_ratio(t, prior, ps, k):
     """Log posterior of ``k`` split into its two leaf children over ``k`` as a leaf, without the
     rule's prior (grow draws the rule from it; a death's rate adds it back)."""
@@ -388,17 +408,9 @@ def split_log_ratio(t, prior, ps, k):
     tf = t.floats
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
-    d = ti[k, DEPTH]
     wa, sa = leaf_suff(ps, t.perm, ti[a, START], ti[a, END])
     wb, sb = leaf_suff(ps, t.perm, ti[b, START], ti[b, END])
-    dlik = leaf_loglik(prior, wa, sa) + leaf_loglik(prior, wb, sb) - leaf_loglik(prior, wa + wb, sa + sb)
-    dprior = (
-        log_psplit(prior, d)
-        + leaf_log_prior(prior, d + 1, tf[a, LWAVAIL])
-        + leaf_log_prior(prior, d + 1, tf[b, LWAVAIL])
-        - log1m_psplit(prior, d)
-    )
-    return dprior + dlik
+    return split_log_ratio_sums(prior, ti[k, DEPTH], tf[a, LWAVAIL], tf[b, LWAVAIL], wa, sa, wb, sb)
 
 
 # ------------------------------------------------------------------------------------- saving

@@ -58,15 +58,12 @@ import numpy as np
 
 from ..binning import bin_columns
 from ..engine.forest import Forest, forest_sum, forest_summary
-from ..engine.gaussian import leaf_draw, leaf_loglik, leaf_suff
+from ..engine.gaussian import leaf_draw, leaf_suff
 from ..engine.nodes import CUT, DEPTH, END, LEFT, LWAVAIL, RIGHT, ROW_INT, RULELP, START, VALUE, VAR
 from ..engine.prior import (
     NEG_INF,
     code_range,
     draw_split_rule,
-    leaf_log_prior,
-    log1m_psplit,
-    log_psplit,
     node_log_avail,
     rule_log_prob,
 )
@@ -81,6 +78,7 @@ from ..engine.tree import (
     partition_rows,
     random_node,
     set_leaf,
+    split_log_ratio_sums,
 )
 from ..predictive import predict_preorder
 from ..sigma_prior import chipman_sigma2_prior
@@ -206,20 +204,6 @@ def split_local_rows(t, k, v, c, codes):
     ti[k, LEFT] = a
     ti[k, RIGHT] = a + 1
     t.nn[0] += 2
-
-
-@numba.njit(cache=True, nogil=True)
-def split_log_ratio_sums(prior, d, lwa, lwb, wa, sa, wb, sb):
-    """:func:`~pymc_treesamplers.engine.tree.split_log_ratio` from the children's reduced sums (same terms in
-    the same order, so one process gives the package's value to the last bit)."""
-    dlik = leaf_loglik(prior, wa, sa) + leaf_loglik(prior, wb, sb) - leaf_loglik(prior, wa + wb, sa + sb)
-    dprior = (
-        log_psplit(prior, d)
-        + leaf_log_prior(prior, d + 1, lwa)
-        + leaf_log_prior(prior, d + 1, lwb)
-        - log1m_psplit(prior, d)
-    )
-    return dprior + dlik
 
 
 @numba.njit(cache=True, nogil=True)

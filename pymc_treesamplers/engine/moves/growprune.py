@@ -12,17 +12,20 @@ import math
 
 import numba
 
-from ..nodes import END, LEFT, LWAVAIL, RIGHT, START
-from ..prior import NEG_INF, draw_split_rule
+from ..nodes import DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, START
+from ..prior import NEG_INF, draw_split_rule, side_log_avail
+from ..rows import split_suff
 from ..tree import (
     GROWABLE,
     NOG,
     collapse,
     count_nodes,
+    is_nog,
     nth_node,
     random_node,
     split_leaf,
     split_log_ratio,
+    split_log_ratio_sums,
 )
 
 
@@ -31,21 +34,30 @@ def grow_move(rng, t, data, prior, ps, scratch_p, log_pgrow_t, log_pprune):
     """Propose splitting a growable leaf; accept with the MH ratio. Returns True if accepted.
 
     ``log_pgrow_t`` is the log probability that this tree chose a grow; ``log_pprune`` the (fixed)
-    probability of choosing a prune from the grown tree.
+    probability of choosing a prune from the grown tree. The proposal is scored in place (the children's
+    sums and availabilities read without moving rows); only an accepted grow splits the leaf.
     """
     g = count_nodes(t, GROWABLE)
     if g == 0:
         return False
     k = nth_node(t, rng.integers(0, g), GROWABLE)
     ti = t.ints
-    v, c, n_cuts = draw_split_rule(rng, data, t.perm, ti[k, START], ti[k, END], scratch_p)
-    split_leaf(t, k, v, c, n_cuts, data)  # undone by collapse on rejection (rows stay in the leaf)
-    log_r = split_log_ratio(t, prior, ps, k) + (log_pprune - math.log(count_nodes(t, NOG))) - (
+    s = ti[k, START]
+    e = ti[k, END]
+    v, c, n_cuts = draw_split_rule(rng, data, t.perm, s, e, scratch_p)
+    code_v = data.codes[v]
+    n_left, wa, sa, wb, sb = split_suff(ps.r, ps.w, t.perm, s, e, code_v, c, ps.threads)
+    lwa = side_log_avail(data, t.perm, s, e, code_v, c, True, n_left)
+    lwb = side_log_avail(data, t.perm, s, e, code_v, c, False, e - s - n_left)
+    # prunable nodes of the grown tree: k joins them; its parent, if it was one, no longer is
+    parent = ti[k, PARENT]
+    nog = count_nodes(t, NOG) + 1 - (1 if parent >= 0 and is_nog(ti, parent) else 0)
+    log_r = split_log_ratio_sums(prior, ti[k, DEPTH], lwa, lwb, wa, sa, wb, sb) + (log_pprune - math.log(nog)) - (
         log_pgrow_t - math.log(g)
     )
     if math.log(rng.random()) < log_r:
+        split_leaf(t, k, v, c, n_cuts, data)
         return True
-    collapse(t, k)
     return False
 
 
@@ -65,6 +77,6 @@ def prune_move(rng, t, prior, ps, log_pgrow, log_pprune):
     log_pgrow_new = 0.0 if k == 0 else log_pgrow
     log_r = -split_log_ratio(t, prior, ps, k) + (log_pgrow_new - math.log(g_new)) - (log_pprune - math.log(nog))
     if math.log(rng.random()) < log_r:
-        collapse(t, k)
+        collapse(t, k, ps.threads)
         return True
     return False
