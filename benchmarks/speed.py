@@ -6,6 +6,8 @@
 
 Cases:
 
+* ``growprune-big``: the same GrowPrune chain at n = 10^6 on 2 threads (``threads=2``), tune = 4 + draws = 8:
+  where the passes over rows dominate a sweep and run on the thread pool.
 * ``growprune``, ``cgm``: Friedman #1 (``friedman1_train_test``, seed 1234), n = 10,000, p = 10,
   m = 200, sigma fixed (``pm.Normal("y", mu, 1.0, observed=y)``), so a draw is one BART sweep and
   nothing else; one chain, cores = 1; an untimed warm-up (numba compile / cache load), then
@@ -40,10 +42,12 @@ from benchmarks.harness import fmt, md_table
 from benchmarks.instrument import StepRecorder, stat
 
 MODULE = "benchmarks.speed"
-CASES = ("growprune", "cgm", "pg")
-STEP_CLASSES = {"growprune": "GrowPruneStep", "cgm": "CGMStep"}
-FULL = {"n": 10_000, "m": 200, "tune": 20, "draws": 100, "D": 4, "pg_iters": 300}
-QUICK = {"n": 1000, "m": 50, "tune": 5, "draws": 20, "D": 4, "pg_iters": 60}
+CASES = ("growprune", "cgm", "pg", "growprune-big")
+STEP_CLASSES = {"growprune": "GrowPruneStep", "cgm": "CGMStep", "growprune-big": "GrowPruneStep"}
+FULL = {"n": 10_000, "m": 200, "tune": 20, "draws": 100, "D": 4, "pg_iters": 300, "big_n": 10**6, "big_threads": 2,
+        "big_tune": 4, "big_draws": 8}
+QUICK = {"n": 1000, "m": 50, "tune": 5, "draws": 20, "D": 4, "pg_iters": 60, "big_n": 40_000, "big_threads": 2,
+         "big_tune": 2, "big_draws": 3}
 SEED = 1234
 PG_PARTICLES = 10
 
@@ -56,14 +60,15 @@ def _sweeps(spec: dict, data, pmt) -> dict:
     import pymc as pm
 
     cls = getattr(pmt, STEP_CLASSES[spec["case"]])
+    threads = spec.get("threads", 1)
     run = {"chains": 1, "cores": 1, "random_seed": SEED, "progressbar": False, "compute_convergence_checks": False}
     with pm.Model():
         mu = pmt.BART("mu", data["X"], data["y"], m=spec["m"])
         pm.Normal("y", mu, 1.0, observed=data["y"])
         t = time.perf_counter()
-        pm.sample(tune=2, draws=2, step=[cls([mu])], **run)  # untimed: numba compile / cache load
+        pm.sample(tune=2, draws=2, step=[cls([mu], threads=threads)], **run)  # untimed: compile / cache load
         warmup_s = time.perf_counter() - t
-        step = cls([mu])
+        step = cls([mu], threads=threads)
         rec = StepRecorder(step)
         idata = pm.sample(tune=spec["tune"], draws=spec["draws"], step=[step], **run)
     if len(rec.seconds) != spec["tune"] + spec["draws"]:
@@ -107,6 +112,9 @@ def worker_body(spec: dict) -> dict:
 def _case_label(case: str, st: dict) -> str:
     if case == "pg":
         return f"PG ({PG_PARTICLES} particles), hypercube D = {st['D']}, m = 1, {st['pg_iters']} iterations"
+    if case == "growprune-big":
+        return (f"GrowPrune, Friedman #1 n = {st['big_n']:,}, {st['big_threads']} threads, m = {st['m']}, σ fixed, "
+                f"{st['big_draws']} timed sweeps")
     name = {"growprune": "GrowPrune", "cgm": "CGM"}[case]
     return f"{name}, Friedman #1 n = {st['n']:,}, m = {st['m']}, σ fixed, {st['draws']} timed sweeps"
 
@@ -124,7 +132,7 @@ MEASURES = {
         ("ms / iteration with NUTS, mean", "ms_per_iter"),
     ],
 }
-MEASURES["cgm"] = MEASURES["growprune"]
+MEASURES["cgm"] = MEASURES["growprune-big"] = MEASURES["growprune"]
 
 
 def _cell(vals: list[float]) -> str:
@@ -192,6 +200,9 @@ def _write_data(st: dict, path: Path) -> None:
 
     X, y, _, _, _ = friedman1_train_test(st["n"], SEED)
     np.savez(path / "friedman.npz", X=X, y=y)
+    if "growprune-big" in st["cases"]:
+        X, y, _, _, _ = friedman1_train_test(st["big_n"], SEED)
+        np.savez(path / "friedman-big.npz", X=X, y=y)
     Xh, yh, _, Xh_test, fh_test = hypercube(st["D"], 0)
     np.savez(path / "hypercube.npz", X=Xh, y=yh, X_test=Xh_test, f_test=fh_test)
 
@@ -250,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
                     spec = {"case": case, "label": src["label"], "src": src["path"], "repeat": rep}
                     if case == "pg":
                         spec.update(data=str(Path(tmp) / "hypercube.npz"), beta=0.4, iters=st["pg_iters"])
+                    elif case == "growprune-big":
+                        spec.update(data=str(Path(tmp) / "friedman-big.npz"), m=st["m"], tune=st["big_tune"],
+                                    draws=st["big_draws"], threads=st["big_threads"])
                     else:
                         spec.update(data=str(Path(tmp) / "friedman.npz"), m=st["m"], tune=st["tune"],
                                     draws=st["draws"])

@@ -192,6 +192,31 @@ def test_device_float32_residual_in_the_simulator():
     assert out["m2-f32"]["resid_err"] < 1e-4, out
 
 
+def test_float32_residual_is_resynchronised():
+    """A float32 residual carries every tree's rounding from sweep to sweep; ``resync`` recomputes it as y - fit
+    (float64) every so many sweeps. Over the same 150 sweeps (m = 20) the drift without it is many times the
+    float32 rounding that is left right after a resynchronisation, and the trees are the same draws either way
+    up to the chain's first rounding-driven difference (none here: the decisions do not sit on the edge)."""
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(400, 3))
+    y = 100.0 + 3 * (X[:, 0] > 0.5) + X[:, 1] + rng.normal(0, 0.3, 400)
+    codes = np.floor(X * 32).astype(np.int64).T
+    err = {}
+    for resync in (0, 150):
+        g = GrowPruneGPU(codes, y, m=20, rng=3, dtype=np.float32, backend="cpu", resync=resync,
+                         sigma2_prior=(1.5, 0.05))
+        for _ in range(150):
+            g.sweep()
+        err[resync] = float(np.abs(g.residual() - (y - g.fit())).max())
+    ulp = float(np.spacing(np.float32(np.abs(y - g.fit()).max())))
+    assert err[150] <= ulp, err
+    assert err[0] > 20 * err[150], err  # the drift the resynchronisation removes
+    assert GrowPruneGPU(codes, y, m=2, backend="cpu").resync == 50
+    assert GrowPruneGPU(codes, y, m=2, backend="cpu", dtype=np.float64).resync == 0
+
+
 def test_encoded_forest_predicts_the_sweeps_fit():
     """The stored forest format (storage.encode_preorder): decoded and walked by the predict kernel on X, it
     gives the sweep's own fit at the training rows (so ``pmt.predict`` reads a GPU draw)."""
@@ -286,7 +311,8 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     ({"m": 0}, "m \\(number of trees\\)"), ({"m": 2.5}, "m \\(number of trees\\)"), ({"alpha": 1.0}, "alpha"),
     ({"beta": -1.0}, "beta"), ({"sigma_mu": 0.0}, "sigma_mu"), ({"fixed_sigma2": -1.0}, "fixed_sigma2"),
     ({"split_weights": [1.0, 1.0]}, "split_weights"), ({"split_weights": [0.0]}, "split_weights"),
-    ({"backend": "gpu"}, "backend"), ({"dtype": np.int32}, "dtype"),
+    ({"backend": "gpu"}, "backend"), ({"dtype": np.int32}, "dtype"), ({"resync": -1}, "resync"),
+    ({"resync": 2.5}, "resync"),
 ])
 def test_bad_options_are_refused_by_name(kwargs, match):
     from pymc_treesamplers.gpu.device import GrowPruneGPU

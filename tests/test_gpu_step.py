@@ -75,6 +75,39 @@ def test_step_sweeps_are_the_gpu_sweeps_own_draws():
     assert clone._device.sweep is None and not clone.synced and clone.backend == "cuda-twin"
 
 
+@pytest.mark.parametrize(("b", "ref_sigma"), [(2.5, "sigma / b"), (-0.5, "sigma / b"), (2.5, "sigma (wrong)")])
+def test_an_affine_mean_is_the_sweep_on_rescaled_data(b, ref_sigma):
+    """y ~ Normal(a + b * mu, sigma): the adapter hands the sweep the pseudo-data (y - a) / b with noise sd
+    sigma / |b| (the exact Gaussian working model's z and weight b^2 / sigma^2), so the step's draws are a
+    standalone sweep's on those data; a reference that keeps sigma (the scaling forgotten) is caught."""
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    X, y = _data(seed=2)
+    sigma, a, m, draws = 0.4, 0.7, 2, 30
+    with pm.Model() as model:
+        mu = pmt.BART("mu", X, y, m=m)
+        pm.Normal("y", a + b * mu, sigma, observed=y)
+        step = pmt.GrowPruneStep([mu], backend="cuda-twin")
+    step.setup_chain(np.random.default_rng(8), tune=0, draws=draws)
+    prior = step.prior
+    s2 = (sigma / b) ** 2 if ref_sigma == "sigma / b" else sigma**2
+    ref = GrowPruneGPU(step.data.codes, (y - a) / b, m=m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
+                       sigma_mu=np.sqrt(prior.s2), fixed_sigma2=s2, rng=np.random.default_rng(8), dtype=np.float64,
+                       backend="cpu")
+    point, same, leaves = model.initial_point(), [], []
+    for _ in range(draws):
+        point, stats = step.step(point)
+        leaves.append(stats[0]["mu_n_leaves"])
+        ref.sweep()
+        same.append(np.array_equal(ref.row_leaves(), step._device.sweep.row_leaves())
+                    and np.allclose(point["mu"], ref.fit(), rtol=0, atol=1e-9))
+    if ref_sigma == "sigma / b":
+        assert all(same)
+        assert max(leaves) > 1  # the trees grew: a real comparison
+    else:
+        assert not all(same)
+
+
 SIM_SCRIPT = textwrap.dedent(
     """
     import json, warnings

@@ -495,7 +495,10 @@ class GrowPruneGPU:
     ``sigma2 ~ InvGamma(a0, b0)`` with ``sigma2_prior = (a0, b0)`` (``chipman_sigma2_prior`` gives it;
     from Chipman's ``(nu, lam)``: ``(nu / 2, nu * lam / 2)``); ``fixed_sigma2``: keep sigma^2 at this
     value instead. ``rng``: a seed or ``numpy.random.Generator`` (it seeds the chain's xoroshiro128+ stream).
-    ``dtype``: of the residual on the device (float32 halves its traffic; sums are float64).
+    ``dtype``: of the residual on the device (float32 halves its traffic; sums are float64). ``resync``: every
+    this many sweeps the residual is recomputed as ``y - fit`` in float64 (:meth:`resynchronise`), so the rounding
+    of the running float32 residual does not add up over a long chain; default 50 with float32, 0 (never) with
+    float64.
     ``backend="cpu"`` runs the CPU twin (the same decision code, the CPU row pass; no device).
     ``mode``: ``"coop"``, ``"launch"`` or None (coop where the device allows it, else launch; ``mode_note``
     says why); ``barrier``: the coop driver's grid barrier tried first, ``"soft"`` (atomics, any launch) or
@@ -521,7 +524,7 @@ class GrowPruneGPU:
     def __init__(self, codes, y, m=200, alpha=0.95, beta=2.0, mu0=None, sigma_mu=None, k=2.0, sigma2_prior=None,
                  sigma2=None, fixed_sigma2=None, split_weights=None, rng=None, dtype=np.float32, thresholds=None,
                  threads_per_block=256, blocks=None, backend="cuda", wrong=0, mode=None, rows_per_thread=8,
-                 barrier="soft", prefetch=True):
+                 barrier="soft", prefetch=True, resync=None):
         codes = np.ascontiguousarray(codes)
         if codes.ndim != 2 or not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0:
             raise ValueError("codes must be a (p, n) array of non-negative integers")
@@ -532,6 +535,13 @@ class GrowPruneGPU:
         if y.shape != (n,) or not np.isfinite(y).all():
             raise ValueError(f"y must be finite with shape ({n},)")
         _check_options(m, alpha, beta, sigma_mu, fixed_sigma2, split_weights, p, backend, dtype)
+        if resync is None:
+            resync = 50 if np.dtype(dtype) == np.float32 else 0
+        if isinstance(resync, bool) or not isinstance(resync, (int, np.integer)) or resync < 0:
+            raise ValueError(f"resync (sweeps between recomputing the residual; 0: never) must be an int >= 0, "
+                             f"got {resync!r}")
+        self.resync = int(resync)
+        self.y_now = y.copy()  # the response the residual is of (moved by shift_residual)
         self.n, self.p, self.m = n, p, int(m)
         self.codes_host = codes.astype(np.uint8 if codes.max() < 256 else np.uint16)
         self.rng = np.random.default_rng(rng)
@@ -561,6 +571,7 @@ class GrowPruneGPU:
         self.ib, self.fb, self.prop = host.new_buffers(p)
         self.tick = np.zeros(1, dtype=np.int64)  # trees processed (their buffer rows alternate)
         self._sig = np.zeros(1)
+        self.r_dtype = np.dtype(dtype)
         r0 = (y - m * value).astype(dtype)
         leaf0 = np.zeros((self.m, n), dtype=np.uint8)
         self.backend = backend
@@ -668,7 +679,7 @@ class GrowPruneGPU:
                                     self.ib, self.fb, self.prop, self.tick, self._sig)
             if done != 1:
                 self._raise_slots(self.ib[:, host.I_ERR].max())
-            self.n_sweeps += 1
+            self._after_sweep()
             return float(self.prm[host.P_SIGMA2])
         s = self.stream
         if self.mode == "coop":
@@ -695,8 +706,24 @@ class GrowPruneGPU:
                                "object is unusable now: make a new one with mode='launch'")
         if self.h_ib[:, I_ERR].max() != 0:
             self._raise_slots(self.h_ib[:, I_ERR].max())
-        self.n_sweeps += 1
+        self._after_sweep()
         return float(self.h_prm[host.P_SIGMA2])
+
+    def _after_sweep(self) -> None:
+        self.n_sweeps += 1
+        if self.resync and self.n_sweeps % self.resync == 0:
+            self.resynchronise()
+
+    def resynchronise(self) -> None:
+        """Recompute the residual as ``y - fit`` (float64 on the host, stored in the residual's dtype): what the
+        running residual is up to rounding, which a float32 residual would otherwise accumulate over a chain.
+        The trees and their draws' law are untouched."""
+        r = (self.y_now - self.fit_rows()).astype(self.r_dtype)
+        if self.backend == "cpu":
+            self.r[:] = r
+            return
+        self.d_r.copy_to_device(r, stream=self.stream)
+        self.stream.synchronize()
 
     def _raise_slots(self, err):
         raise RuntimeError(f"tree {int(err) - 1} needs more than {MAXN} nodes (the GPU sweep's limit); "
@@ -739,6 +766,7 @@ class GrowPruneGPU:
         dz = np.ascontiguousarray(dz, dtype=np.float64)
         if dz.shape != (self.n,):
             raise ValueError(f"dz must have shape ({self.n},)")
+        self.y_now += dz
         if self.backend == "cpu":
             host.shift_residual(self.r, dz)
             return
