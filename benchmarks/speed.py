@@ -263,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                         spec.update(data=str(Path(tmp) / "hypercube.npz"), beta=0.4, iters=st["pg_iters"])
                     elif case == "growprune-big":
                         spec.update(data=str(Path(tmp) / "friedman-big.npz"), m=st["m"], tune=st["big_tune"],
-                                    draws=st["big_draws"], threads=st["big_threads"])
+                                    draws=st["big_draws"], threads=st["big_threads"],
+                                    env_threads=st["big_threads"])
                     else:
                         spec.update(data=str(Path(tmp) / "friedman.npz"), m=st["m"], tune=st["tune"],
                                     draws=st["draws"])
