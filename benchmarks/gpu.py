@@ -25,7 +25,8 @@ numba-cuda do not share a process). Results are written to DIR/gpu.json and DIR/
   sigma^2 by its conjugate draw) on 1, 2, 4, 8, 16 threads at 10^6 rows and on 1 and 16 at 10^7 (2 warm-up and 3
   kept sweeps there); numba's threading layer reported.
 * ``stochtree``: stochtree's grow/prune MCMC on the same threads (10^6 rows; 16 threads at 10^7), seconds per
-  sweep as the difference of two fits; the table puts it next to ours.
+  sweep as the difference of two fits; the table puts it next to ours. It always fits the scale benchmark's
+  m = 200 (the full run's m; ``--quick``'s ratios are not comparable).
 
 * ``pmsample`` (only when PyMC imports; else the cells say "skipped"): a whole
   ``pm.sample(tune=20, draws=20, chains=1, cores=1)`` at n = PM_N, m = 200 on the same Friedman data, with
@@ -61,7 +62,7 @@ FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7],
         "pmsample": [(10**6, "cuda"), (10**6, "cpu")], "pm_tune": 20, "pm_draws": 20, "pm_threads": 16,
         "limit_s": {"gpu": 140, "bartz": 140, "cpu": 300, "stochtree": 300, "pmsample": 230}, "cell_s": 110,
         "pmsample_cell_s": 115}
-QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu": [(3000, 1), (3000, 2), (40000, 2)],
+QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu": [(3000, 1), (3000, 2), (40000, 1), (40000, 2)],
          "stochtree": [(3000, 1), (3000, 2)], "big_n": 40000, "m": 10, "warm": 1, "keep": 2,
          "extra": 2, "pmsample": [(200, "cuda"), (200, "cpu")], "pm_tune": 2, "pm_draws": 2, "pm_threads": 2,
          "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90, "stochtree": 90, "pmsample": 240}, "cell_s": 60,
@@ -297,6 +298,8 @@ def child_cpu(n, threads, cfg):
 def child_stochtree(n, threads, cfg):
     """stochtree's grow/prune MCMC (``BARTModel.sample``, no GFR) on ``threads`` threads: seconds per sweep as the
     difference of two fits (the scale benchmark's ``_stochtree_wall``) over the extra sweeps."""
+    if str(ROOT) not in sys.path:  # run as a script: its folder, not the repository, is on the path
+        sys.path.insert(0, str(ROOT))
     from benchmarks.scale import _stochtree_wall
 
     X, y = friedman1(n)
