@@ -350,3 +350,19 @@ def test_long_merge_by_blocks_is_the_sorted_merge_on_any_thread_count():
         np.testing.assert_array_equal(out[0][[0, 1, -1]], [-7, -8, -9])
         if runs == "sorted":
             np.testing.assert_array_equal(out[0][2 : 2 + n], rows)
+
+
+def test_tbb_is_looked_up_where_its_distribution_put_it():
+    # pip --prefix or --user puts the tbb wheel's library outside sys.prefix; the distribution's record finds it
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from pymc_treesamplers.engine import rows
+
+    try:
+        dist = distribution("tbb")
+    except PackageNotFoundError:
+        pytest.skip("the tbb wheel is not installed here")
+    recorded = [f for f in dist.files or [] if f.name == rows._TBB_NAMES.get(__import__("sys").platform)]
+    first = rows._tbb_candidates()[0]
+    assert recorded and os.path.exists(first) and os.path.samefile(first, recorded[0].locate())
+    assert rows.THREADING_LAYER in ("tbb", None)  # found and chosen (None: a layer set by the environment)

@@ -52,10 +52,28 @@ from .nodes import END, LEFT, START, VALUE
 _TBB_NAMES = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib", "win32": "tbb12.dll"}
 
 
-def _load_tbb() -> bool:
+def _tbb_candidates() -> list[str]:
+    """Where the ``tbb`` wheel's library may be: the files its installed distribution records (found wherever pip
+    put it: a virtual environment, ``--user``, ``--prefix``), the environment's lib folders, then the loader's path.
+
+    >>> _tbb_candidates()[-1] in _TBB_NAMES.values()  # last: the bare name, for the loader's own path
+    True
+    """
     name = _TBB_NAMES.get(sys.platform)
-    for lib in ([os.path.join(sys.prefix, "lib", name), os.path.join(sys.prefix, "Library", "bin", name), name]
-                if name else []):
+    if not name:
+        return []
+    recorded = []
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        recorded = [str(f.locate()) for f in distribution("tbb").files or [] if f.name == name]
+    except (PackageNotFoundError, OSError, ValueError):
+        pass
+    return [*recorded, os.path.join(sys.prefix, "lib", name), os.path.join(sys.prefix, "Library", "bin", name), name]
+
+
+def _load_tbb() -> bool:
+    for lib in _tbb_candidates():
         try:
             ctypes.CDLL(lib, mode=getattr(ctypes, "RTLD_GLOBAL", 0))
             importlib.import_module("numba.np.ufunc.tbbpool")  # fails if numba cannot use this TBB
