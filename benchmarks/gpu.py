@@ -281,7 +281,7 @@ def child_cpu(n, threads, cfg):
             forest.grow_capacity(int(work.nn[0]))
             j, resume = np.int64(jj), TRUE
         # not r @ r: OpenBLAS's threads spin ~0.1 s after a dot, on the cores the next sweep's threads need
-        # (measured on 2 cores, n = 1e6: 2 threads 0.76 s per sweep with r @ r, 0.41 s without)
+        # (measured on 2 cores, n = 1e6, 2 threads: 0.49-0.50 s per sweep with r @ r, 0.43-0.44 s without)
         sigma2 = (b0 + 0.5 * float(np.square(r).sum())) / rng.gamma(a0 + 0.5 * n)
         w[:] = 1.0 / sigma2
         times.append(time.perf_counter() - t)
