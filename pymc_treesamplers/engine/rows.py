@@ -489,12 +489,18 @@ def _merge_splits(pj, s, mid, e):
     return at
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _merge_block(pj, s, mid, e, at, tmp, k):
+    # output block k: its pieces of both runs start where _merge_splits put them
+    d0 = k * BLOCK
+    d1 = min(d0 + BLOCK, e - s)
+    _merge_into(pj, s + at[k], s + at[k + 1], mid + d0 - at[k], mid + d1 - at[k + 1], tmp, d0, d1)
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _merge_par(pj, s, mid, e, at, tmp):
     for k in numba.prange(at.shape[0] - 1):
-        d0 = k * BLOCK
-        d1 = min(d0 + BLOCK, e - s)
-        _merge_into(pj, s + at[k], s + at[k + 1], mid + d0 - at[k], mid + d1 - at[k + 1], tmp, d0, d1)
+        _merge_block(pj, s, mid, e, at, tmp, k)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -511,17 +517,13 @@ def merge_rows(pj, s, mid, e, threads=1):
     tmp = np.empty(e - s, dtype=pj.dtype)
     if e - s < PAR_MIN:
         _merge_into(pj, s, mid, mid, e, tmp, 0, e - s)
-        for q in range(e - s):
-            pj[s + q] = tmp[q]
-        return
-    at = _merge_splits(pj, s, mid, e)
-    if threads > 1:
-        _merge_par(pj, s, mid, e, at, tmp)
-        _copy_par(tmp, pj, s)
-        return
-    for k in range(at.shape[0] - 1):
-        d0 = k * BLOCK
-        d1 = min(d0 + BLOCK, e - s)
-        _merge_into(pj, s + at[k], s + at[k + 1], mid + d0 - at[k], mid + d1 - at[k + 1], tmp, d0, d1)
+    else:
+        at = _merge_splits(pj, s, mid, e)
+        if threads > 1:
+            _merge_par(pj, s, mid, e, at, tmp)
+            _copy_par(tmp, pj, s)
+            return
+        for k in range(at.shape[0] - 1):
+            _merge_block(pj, s, mid, e, at, tmp, k)
     for q in range(e - s):
         pj[s + q] = tmp[q]

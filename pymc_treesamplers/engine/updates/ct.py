@@ -261,8 +261,9 @@ def nog_rule_gibbs(rng, t, data, prior, ps, bs, order):
 
 
 @numba.njit(cache=True, nogil=True)
-def _death(t, k, B, Dr):
-    """Collapse node ``k``; moves the rate caches with the slots. Returns ``k``'s new slot."""
+def _death(t, k, B, Dr, threads):
+    """Collapse node ``k`` (its rows merged on ``threads`` threads); moves the rate caches with the slots.
+    Returns ``k``'s new slot."""
     a = t.ints[k, LEFT]
     b = t.ints[k, RIGHT]
     idx = k
@@ -275,7 +276,7 @@ def _death(t, k, B, Dr):
             if last == idx:
                 idx = slot
         count -= 1
-    collapse(t, k)
+    collapse(t, k, threads)
     return idx
 
 
@@ -334,7 +335,7 @@ def _jump(rng, lam, t, data, prior, ps, cs):
         if par >= 0:
             Dr[par] = 0.0
     else:
-        k = _death(t, k_pick, B, Dr)
+        k = _death(t, k_pick, B, Dr, ps.threads)
         B[k] = leaf_births(t, k, data, prior, ps, bs, RATES_SUM)
         Dr[k] = 0.0
         par = ti[k, PARENT]
