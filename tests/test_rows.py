@@ -9,7 +9,8 @@
 * ``threads`` is checked before sampling, and a process that loaded the parallel kernels can still
   fork PyMC's chain workers (the reason for numba's TBB or workqueue layer, not OpenMP);
 * a long partition (split_leaf) is stable and the same on any thread count; a long code range by blocks;
-* a proposed split scored in place (split_suff, side_log_avail) gives the numbers of the split it stands for;
+* a proposed split scored in place (split_suff, side_log_avail) gives the numbers of the split it stands for,
+  and so does a change of rules two levels deep (split2_suff);
   a long collapse merges by blocks along a merge path: the sorted merge, the same on any thread count.
 """
 
@@ -366,3 +367,32 @@ def test_tbb_is_looked_up_where_its_distribution_put_it():
     first = rows._tbb_candidates()[0]
     assert recorded and os.path.exists(first) and os.path.samefile(first, recorded[0].locate())
     assert rows.THREADING_LAYER in ("tbb", None)  # found and chosen (None: a layer set by the environment)
+
+
+@needs_two
+@pytest.mark.parametrize("n", [PAR_MIN - 3, 3 * PAR_MIN + 41])
+def test_split2_suff_is_the_sums_of_the_cells_on_any_thread_count(n):
+    # a change or swap scores its subtree two levels down without moving rows: one pass gives the counts and
+    # the four cells' sums, the same bits on 1 and 2 threads, and the sums of the rows each cell would hold
+    from pymc_treesamplers.engine.rows import split2_suff
+
+    rng = np.random.default_rng(13)
+    r, w = rng.normal(size=n) * 1e2, rng.uniform(0.5, 2.0, size=n)
+    codes = rng.integers(0, 60, size=(3, n)).astype(np.uint16)
+    pj = rng.permutation(n).astype(np.int32)
+    s, e = 5, n - 2
+    args = (codes[0], 23, codes[1], 40, codes[2], 9)
+    got = [split2_suff(r, w, pj, s, e, *args, 1)]
+    with numba_threads(2):
+        got.append(split2_suff(r, w, pj, s, e, *args, 2))
+    assert got[0][0] == got[1][0]
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    rows = pj[s:e]
+    g0, gl, gr = codes[0, rows] <= 23, codes[1, rows] <= 40, codes[2, rows] <= 9
+    cells = [rows[g0 & gl], rows[g0 & ~gl], rows[~g0 & gr], rows[~g0 & ~gr]]
+    assert got[0][0] == (g0.sum(), (g0 & gl).sum(), (~g0 & gr).sum())
+    want = np.ravel([(w[c].sum(), (w * r)[c].sum()) for c in cells])
+    np.testing.assert_allclose(got[0][1], want, rtol=1e-12)
+    # the cells swapped at the second level (the left side routed by the right rule) are not these
+    wrong = split2_suff(r, w, pj, s, e, codes[0], 23, codes[2], 9, codes[1], 40, 1)
+    assert not np.allclose(wrong[1], want, rtol=1e-6)

@@ -13,6 +13,7 @@ freed slot is refilled by the last node, so no free list is needed.
   ``GROWABLE`` (a leaf with a valid cut), ``NOG`` (an internal node whose children are leaves),
   ``INTERNAL`` and ``INTERNAL_CHILD`` (an internal node that is not the root);
 * scoring: :func:`subtree_log_post` (log tree prior times leaf-integrated likelihood),
+  :func:`rule_change_bound` (its bound for rules rewritten in place, rows unmoved),
   :func:`subtree_log_prior` (its prior part),
   :func:`split_log_ratio` (one split against no split);
 * saving and copying: :func:`backup`, :func:`restore`, :func:`copy_nodes`, :func:`copy_perm`;
@@ -53,12 +54,17 @@ from .prior import (
 )
 from .rows import (
     PAR_MIN,
-    add_tree,
+    add_tree,  # re-exported: a tree's fit is part of this module's API (see the docstring)
     merge_rows,
-    partition_blocks,  # add_tree: this module's API (a tree's fit,
+    partition_blocks,
+    split2_suff,
+    split_suff,
 )
 
 GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
+
+ALL_CODES = np.int64(1 << 16)
+"""A cut above every (uint16) code: a rule with it sends every row to its left side."""
 
 
 # ----------------------------------------------------------------------------------- building
@@ -363,6 +369,53 @@ def subtree_log_post(t, prior, ps, k, order, top_rule, split_probs):
             if split_probs:
                 total += log_psplit(prior, d)
     return total
+
+
+@numba.njit(cache=True, nogil=True)
+def rule_change_bound(t, data, prior, ps, k, top_rule):
+    """Whether the rules now written at and below ``k`` split every node of its subtree into two non-empty
+    sides, and an upper bound of the :func:`subtree_log_post` (``split_probs`` off) that the subtree would
+    have once re-partitioned, from one read-only pass; ``(True, inf)`` for a subtree deeper than two levels.
+
+    The leaves' likelihoods are exact (up to the order of their sums: the caller allows a margin). Each
+    leaf factor ``log(1 - p_split)`` is bounded above by 0, each rule's ``-log(n_cuts)`` by 0 and, below
+    ``k``, each rule's ``log(w_v / W_avail)`` by 0 (its own variable is available). A change or swap is
+    mostly rejected once a chain has found the data, by a likelihood drop far larger than these slacks;
+    this rejects it before any row moves. Two levels cover the small trees of a large forest; deeper
+    subtrees, whose rows are few in practice, are left to the exact path.
+    """
+    ti = t.ints
+    tf = t.floats
+    s = ti[k, START]
+    e = ti[k, END]
+    a = ti[k, LEFT]
+    b = ti[k, RIGHT]
+    v = ti[k, VAR]
+    bound = data.logw[v] - tf[k, LWAVAIL] if top_rule else 0.0  # k's rows, so its availability, do not change
+    if ti[a, LEFT] < 0 and ti[b, LEFT] < 0:
+        n_left, wa, sa, wb, sb = split_suff(ps.r, ps.w, t.perm, s, e, data.codes[v], ti[k, CUT], ps.threads)
+        if n_left == 0 or n_left == e - s:
+            return False, 0.0
+        return True, bound + leaf_loglik(prior, wa, sa) + leaf_loglik(prior, wb, sb)
+    for u in (a, b):
+        if ti[u, LEFT] >= 0 and (ti[ti[u, LEFT], LEFT] >= 0 or ti[ti[u, RIGHT], LEFT] >= 0):
+            return True, math.inf
+    code0 = data.codes[v]
+    # a leaf child: a cut above every code sends all its rows to its first cell
+    code_l, c_l = (data.codes[ti[a, VAR]], ti[a, CUT]) if ti[a, LEFT] >= 0 else (code0, ALL_CODES)
+    code_r, c_r = (data.codes[ti[b, VAR]], ti[b, CUT]) if ti[b, LEFT] >= 0 else (code0, ALL_CODES)
+    (n_left, n_ll, n_rl), cells = split2_suff(ps.r, ps.w, t.perm, s, e, code0, ti[k, CUT], code_l, c_l, code_r,
+                                              c_r, ps.threads)
+    n_right = e - s - n_left
+    if n_left == 0 or n_right == 0:
+        return False, 0.0
+    if ti[a, LEFT] >= 0 and (n_ll == 0 or n_ll == n_left):
+        return False, 0.0
+    if ti[b, LEFT] >= 0 and (n_rl == 0 or n_rl == n_right):
+        return False, 0.0
+    for q in range(4):
+        bound += leaf_loglik(prior, cells[2 * q], cells[2 * q + 1])  # an empty cell adds 0
+    return True, bound
 
 
 @numba.njit(cache=True, nogil=True)

@@ -5,6 +5,12 @@ change is recomputed (available weights, rule probabilities, leaf split factors)
 leaves a split with an empty side has prior probability zero and is rejected. On rejection the
 tree's node rows and the subtree's row order are restored from a backup.
 
+Most proposals are rejected once a chain has found the data, so a subtree of up to two levels is first
+screened with its rows unmoved: one read-only pass sums its rows under the new rules, which finds an
+empty side and bounds the new posterior from above; the uniform is drawn then, and only a proposal it
+does not reject against the bound is re-partitioned and scored exactly. The accept event is unchanged,
+and so is every draw.
+
 ``mb`` arguments are :class:`MoveBuffers`: the scratch every rule-changing move needs.
 """
 
@@ -25,6 +31,7 @@ from ..tree import (
     refresh_subtree_prior,
     repartition_subtree,
     restore,
+    rule_change_bound,
     subtree_log_post,
 )
 
@@ -43,13 +50,36 @@ def new_move_buffers(p: int, n: int) -> MoveBuffers:
 
 
 @numba.njit(cache=True, nogil=True)
-def _settle(rng, t, data, prior, ps, k, mb, old, top_rule):
-    """Finish a change/swap whose new rules are written at and below ``k``: re-split the rows,
-    refresh the prior terms, accept with probability ``exp(new - old)``, otherwise restore."""
+def _screen(rng, t, data, prior, ps, k, mb, top_rule):
+    """Score the rules now written at and below ``k`` with the rows unmoved; returns ``(go, lu, old)``.
+
+    ``go`` is False when a split is left with an empty side (prior zero: rejected, no uniform drawn) or when
+    the uniform ``lu`` (log) already rejects against the bound of :func:`rule_change_bound`: the draws and
+    decisions are those :func:`_settle` would have made, without moving a row. ``lu`` is NaN for a subtree
+    the bound does not cover: :func:`_settle` draws it, after the validity check, as it always did.
+    """
+    ok, bound = rule_change_bound(t, data, prior, ps, k, top_rule)
+    if not ok:
+        return False, 0.0, 0.0
+    old = subtree_log_post(t, prior, ps, k, mb.order, top_rule=top_rule, split_probs=FALSE)
+    if bound == math.inf:
+        return True, math.nan, old
+    lu = math.log(rng.random())
+    # the margin covers the bound's sums being added in another order than the exact ones
+    return lu < bound - old + 1e-9 * (1.0 + abs(bound) + abs(old)), lu, old
+
+
+@numba.njit(cache=True, nogil=True)
+def _settle(rng, t, data, prior, ps, k, mb, old, top_rule, lu):
+    """Finish a change/swap whose new rules are written at and below ``k`` (saved in ``mb.bk``): re-split
+    the rows, refresh the prior terms, accept if ``lu < new - old`` (``lu`` drawn here when NaN), otherwise
+    restore."""
     if repartition_subtree(t, data, k, mb.order):
         refresh_subtree_prior(t, data, k, mb.order)
         new = subtree_log_post(t, prior, ps, k, mb.order, top_rule=top_rule, split_probs=FALSE)
-        if math.log(rng.random()) < new - old:
+        if math.isnan(lu):
+            lu = math.log(rng.random())
+        if lu < new - old:
             return True
     restore(t, k, mb.bk, t.nn[0])
     return False
@@ -60,7 +90,8 @@ def change_move(rng, t, data, prior, ps, mb):
     """Redraw the rule of a uniformly chosen internal node from the rule prior; MH accept.
 
     The proposal probability of the new rule equals its prior, so the ratio keeps only the
-    prior and likelihood of the nodes below.
+    prior and likelihood of the nodes below. The proposal is screened with the rows unmoved
+    (:func:`_screen`); only one the uniform does not reject outright is re-partitioned.
     """
     k = random_node(rng, t, INTERNAL)
     if k < 0:
@@ -69,11 +100,39 @@ def change_move(rng, t, data, prior, ps, mb):
     v, c, _ = draw_split_rule(rng, data, t.perm, ti[k, START], ti[k, END], mb.scratch_p)
     if v == ti[k, VAR] and c == ti[k, CUT]:
         return False  # proposal equals the current tree: nothing changes (not counted as accepted)
-    old = subtree_log_post(t, prior, ps, k, mb.order, top_rule=FALSE, split_probs=FALSE)
+    pv = ti[k, VAR]
+    pc = ti[k, CUT]
+    ti[k, VAR] = v
+    ti[k, CUT] = c
+    go, lu, old = _screen(rng, t, data, prior, ps, k, mb, FALSE)
+    ti[k, VAR] = pv
+    ti[k, CUT] = pc
+    if not go:
+        return False
     backup(t, k, mb.bk)
     ti[k, VAR] = v
     ti[k, CUT] = c
-    return _settle(rng, t, data, prior, ps, k, mb, old, FALSE)
+    return _settle(rng, t, data, prior, ps, k, mb, old, FALSE, lu)
+
+
+@numba.njit(cache=True, nogil=True)
+def _swap_rules(ti, k, ch):
+    """Swap the rules of ``k`` and its internal child ``ch`` (of ``k`` and both children when these carry the
+    same rule: the only swap that gives a valid tree there). Its own inverse."""
+    a = ti[k, LEFT]
+    b = ti[k, RIGHT]
+    pv = ti[k, VAR]
+    pc = ti[k, CUT]
+    ti[k, VAR] = ti[ch, VAR]
+    ti[k, CUT] = ti[ch, CUT]
+    if ti[a, LEFT] >= 0 and ti[b, LEFT] >= 0 and ti[a, VAR] == ti[b, VAR] and ti[a, CUT] == ti[b, CUT]:
+        ti[a, VAR] = pv
+        ti[a, CUT] = pc
+        ti[b, VAR] = pv
+        ti[b, CUT] = pc
+    else:
+        ti[ch, VAR] = pv
+        ti[ch, CUT] = pc
 
 
 @numba.njit(cache=True, nogil=True)
@@ -88,21 +147,11 @@ def swap_move(rng, t, data, prior, ps, mb):
         return False
     ti = t.ints
     k = ti[ch, PARENT]
-    a = ti[k, LEFT]
-    b = ti[k, RIGHT]
-    old = subtree_log_post(t, prior, ps, k, mb.order, top_rule=TRUE, split_probs=FALSE)
+    _swap_rules(ti, k, ch)
+    go, lu, old = _screen(rng, t, data, prior, ps, k, mb, TRUE)
+    _swap_rules(ti, k, ch)
+    if not go:
+        return False
     backup(t, k, mb.bk)
-    pv = ti[k, VAR]
-    pc = ti[k, CUT]
-    ti[k, VAR] = ti[ch, VAR]
-    ti[k, CUT] = ti[ch, CUT]
-    both = ti[a, LEFT] >= 0 and ti[b, LEFT] >= 0 and ti[a, VAR] == ti[b, VAR] and ti[a, CUT] == ti[b, CUT]
-    if both:
-        ti[a, VAR] = pv
-        ti[a, CUT] = pc
-        ti[b, VAR] = pv
-        ti[b, CUT] = pc
-    else:
-        ti[ch, VAR] = pv
-        ti[ch, CUT] = pc
-    return _settle(rng, t, data, prior, ps, k, mb, old, TRUE)
+    _swap_rules(ti, k, ch)
+    return _settle(rng, t, data, prior, ps, k, mb, old, TRUE, lu)
