@@ -9,6 +9,7 @@
 * ``threads`` is checked before sampling, and a process that loaded the parallel kernels can still
   fork PyMC's chain workers (the reason for numba's TBB or workqueue layer, not OpenMP);
 * a long partition (split_leaf) is stable and the same on any thread count; a long code range by blocks;
+  a root's code ranges read from the data record;
 * a proposed split scored in place (split_suff, side_log_avail) gives the numbers of the split it stands for,
   and so does a change of rules two levels deep (split2_suff);
   a long collapse merges by blocks along a merge path: the sorted merge, the same on any thread count.
@@ -396,3 +397,28 @@ def test_split2_suff_is_the_sums_of_the_cells_on_any_thread_count(n):
     # the cells swapped at the second level (the left side routed by the right rule) are not these
     wrong = split2_suff(r, w, pj, s, e, codes[0], 23, codes[2], 9, codes[1], 40, 1)
     assert not np.allclose(wrong[1], want, rtol=1e-6)
+
+
+def test_a_root_reads_its_code_ranges_from_the_data():
+    # a node holding every row takes each variable's range from split_data's code_min/code_max instead of a
+    # pass over n rows: the same rule and cut count as the pass gives, and the stored ranges are what it reads
+    from pymc_treesamplers.engine.prior import code_range, draw_split_rule
+    from pymc_treesamplers.engine.records import split_data
+
+    rng = np.random.default_rng(14)
+    n = 500
+    codes = np.stack([rng.integers(3, 40, n), np.full(n, 5), rng.integers(0, 2, n)]).astype(np.uint16)
+    data = split_data(codes, np.array([1.0, 1.0, 2.0]))
+    assert data.code_min.tolist() == [codes[0].min(), 5, 0] and data.code_max.tolist() == [codes[0].max(), 5, 1]
+    pj = rng.permutation(n).astype(np.int32)
+    scratch = np.empty(3)
+    for seed in range(50):
+        v, c, n_cuts = draw_split_rule(np.random.default_rng(seed), data, pj, 0, n, scratch)
+        mn, mx = code_range(codes[v], pj, 0, n)
+        assert v != 1 and n_cuts == mx - mn and mn <= c < mx
+    # a wrong stored range changes the draw at the root only
+    bad = data._replace(code_max=data.code_max + 7)
+    assert any(draw_split_rule(np.random.default_rng(s), bad, pj, 0, n, scratch)
+               != draw_split_rule(np.random.default_rng(s), data, pj, 0, n, scratch) for s in range(20))
+    assert all(draw_split_rule(np.random.default_rng(s), bad, pj, 1, n, scratch)
+               == draw_split_rule(np.random.default_rng(s), data, pj, 1, n, scratch) for s in range(20))

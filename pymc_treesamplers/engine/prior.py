@@ -118,9 +118,11 @@ def draw_split_rule(rng, data, pj, s, e, scratch_p):
     """
     codes = data.codes
     wsplit = data.wsplit
+    every_row = e - s == codes.shape[1]  # a node holding all n (distinct) rows: the ranges are known
     total = 0.0
     for v in range(codes.shape[0]):
-        if wsplit[v] > 0.0 and var_has_valid_cut(codes[v], pj, s, e):
+        valid = data.code_min[v] < data.code_max[v] if every_row else var_has_valid_cut(codes[v], pj, s, e)
+        if wsplit[v] > 0.0 and valid:
             scratch_p[v] = wsplit[v]
             total += wsplit[v]
         else:
@@ -135,7 +137,10 @@ def draw_split_rule(rng, data, pj, s, e, scratch_p):
         acc += scratch_p[v]
     while scratch_p[v] == 0.0:  # guard against rounding landing on a zero-weight variable
         v -= 1
-    mn, mx = code_range(codes[v], pj, s, e, data.threads)
+    if every_row:
+        mn, mx = data.code_min[v], data.code_max[v]
+    else:
+        mn, mx = code_range(codes[v], pj, s, e, data.threads)
     c = mn + rng.integers(0, mx - mn)
     return v, c, mx - mn
 

@@ -29,12 +29,16 @@ from .nodes import N_FLOAT_FIELDS, N_INT_FIELDS, NODE_INT, ROW_INT
 
 class SplitData(NamedTuple):
     """Split covariates: ``codes`` (p, n) uint16, weights ``wsplit`` (p,) and their logs ``logw``;
-    ``threads`` for the passes over long row ranges (:mod:`pymc_treesamplers.engine.rows`)."""
+    ``threads`` for the passes over long row ranges (:mod:`pymc_treesamplers.engine.rows`); each
+    variable's smallest and largest code over all rows, ``code_min`` and ``code_max`` (p,): a root's code
+    ranges, read instead of passing over every row (:func:`split_data` sets them)."""
 
     codes: np.ndarray
     wsplit: np.ndarray
     logw: np.ndarray
     threads: int
+    code_min: np.ndarray
+    code_max: np.ndarray
 
 
 class TreePrior(NamedTuple):
@@ -121,4 +125,9 @@ def split_data(codes: np.ndarray, wsplit: np.ndarray, threads: int = 1) -> Split
     wsplit = np.ascontiguousarray(wsplit, dtype=np.float64)
     with np.errstate(divide="ignore"):
         logw = np.log(wsplit)
-    return SplitData(np.ascontiguousarray(codes, dtype=np.uint16), wsplit, logw, int(threads))
+    codes = np.ascontiguousarray(codes, dtype=np.uint16)
+    if codes.shape[1]:
+        lo, hi = codes.min(axis=1).astype(np.int64), codes.max(axis=1).astype(np.int64)
+    else:
+        lo = hi = np.zeros(codes.shape[0], dtype=np.int64)
+    return SplitData(codes, wsplit, logw, int(threads), lo, hi)

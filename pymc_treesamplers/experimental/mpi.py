@@ -348,7 +348,7 @@ class _Chain:
         codes = np.empty((reduced.shape[1], 2), dtype=np.uint16)
         codes[:, 0] = -reduced[0]
         codes[:, 1] = reduced[1]
-        return SplitData(codes, self.data.wsplit, self.data.logw, 1)
+        return split_data(codes, self.data.wsplit)
 
     def node_ranges(self, t: Tree, nodes: list[int]) -> np.ndarray:
         """The reduced ``(-min, max)`` codes of each of ``nodes``: one ``MAX`` all-reduce."""

@@ -117,7 +117,12 @@ class NormalScaleGibbs(ArrayStepShared):
         kw = compile_kwargs or {}
         rss = pt.sum(pt.square(pt.broadcast_to(y - mean, y.shape)))
         self._rss = pm.pytensorf.compile([], graph_replace([rss, pt.as_tensor(y).size], shared, strict=False), **kw)
-        sig = pt.broadcast_to(sigma, y.shape).ravel()
+        # a scale with broadcastable dimensions is one value for every row: read it once, not broadcast to n
+        # rows at every slice evaluation (an O(n) pass each, ~10 per draw at 10^6 rows)
+        if all(sigma.type.broadcastable):
+            sig = pt.as_tensor(sigma).ravel()[:1]
+        else:
+            sig = pt.broadcast_to(sigma, y.shape).ravel()
         prior = model.logp(vars=[rv], jacobian=True, sum=True)
         # one call per slice evaluation: the prior's log density, the scale (as min and max over rows)
         self._terms = pm.pytensorf.compile(
