@@ -2,7 +2,8 @@
 
 * the screen's bound (``tree.rule_change_bound``) finds the same empty sides as re-partitioning, and equals
   the exact new log posterior plus the slacks its docstring names, never less, on random trees and rules
-  (a subtree deeper than two levels is left unscreened);
+  (Gaussian leaves with mu0 = 0 and 0.4, log-link leaves; swaps of a parent with both children included; a
+  subtree deeper than two levels is left unscreened);
 * whole runs of change and swap moves give bit for bit the trees, row orders and random streams of the
   unscreened moves (the code as it was before the screen), on short rows and on rows long enough for the
   block paths; a screen whose bound is too low (by 5, more than its slacks) is caught by the same comparison.
@@ -15,7 +16,20 @@ import numpy as np
 import pytest
 
 from pymc_treesamplers.engine.moves.cgm import _settle, _swap_rules, new_move_buffers
-from pymc_treesamplers.engine.nodes import CUT, DEPTH, END, FALSE, LEFT, LWAVAIL, PARENT, RULELP, START, TRUE, VAR
+from pymc_treesamplers.engine.nodes import (
+    CUT,
+    DEPTH,
+    END,
+    FALSE,
+    LEFT,
+    LWAVAIL,
+    PARENT,
+    RIGHT,
+    RULELP,
+    START,
+    TRUE,
+    VAR,
+)
 from pymc_treesamplers.engine.prior import draw_split_rule, leaf_log_prior
 from pymc_treesamplers.engine.records import Pseudo, Tree, TreePrior, empty_nodes, new_backup, split_data
 from pymc_treesamplers.engine.rows import PAR_MIN
@@ -35,13 +49,13 @@ from pymc_treesamplers.engine.tree import (
 )
 
 
-def _case(n, seed, p=3, n_codes=6):
+def _case(n, seed, p=3, n_codes=6, mu0=0.0, leaf_exp=0.0):
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, n_codes, size=(p, n)).astype(np.uint16)
     data = split_data(codes, np.array([1.0, 0.5, 2.0])[:p])
     signal = np.where(codes[0] <= 2, 0.6, -0.4) + np.where(codes[1] <= 1, 0.3, 0.0)
     ps = Pseudo(signal + rng.normal(size=n) * 0.7, rng.uniform(0.5, 1.5, size=n), 1)
-    prior = TreePrior(0.95, 1.0, 0.0, 0.25)
+    prior = TreePrior(0.95, 1.0, mu0, 0.25, leaf_exp)
     return data, ps, prior
 
 
@@ -57,13 +71,14 @@ def _buffers(p, n, cap=1025):
     return new_move_buffers(p, 8)._replace(order=np.empty(cap + 1, dtype=np.int64), bk=new_backup(cap, n))
 
 
-def test_bound_is_the_exact_posterior_plus_its_slacks():
+@pytest.mark.parametrize("mu0, leaf_exp", [(0.0, 0.0), (0.4, 0.0), (0.3, 1.0)], ids=["gaussian", "mu0", "log-link"])
+def test_bound_is_the_exact_posterior_plus_its_slacks(mu0, leaf_exp):
     n = 40
-    data, ps, prior = _case(n, 1)
+    data, ps, prior = _case(n, 1, mu0=mu0, leaf_exp=leaf_exp)
     rng = np.random.default_rng(2)
     mb = _buffers(3, n)
-    seen = {"invalid": 0, "bounded": 0, "deep": 0}
-    for trial in range(600):
+    seen = {"invalid": 0, "bounded": 0, "deep": 0, "swap of both children": 0}
+    for trial in range(1200):
         t = _random_tree(data, prior, n, rng)
         ti = t.ints
         swap = trial % 2 == 1
@@ -74,6 +89,9 @@ def test_bound_is_the_exact_posterior_plus_its_slacks():
         if swap:
             ch, k = k, ti[k, PARENT]
             backup(t, k, mb.bk)
+            a, b = ti[k, LEFT], ti[k, RIGHT]
+            if ti[a, LEFT] >= 0 and ti[b, LEFT] >= 0 and (ti[a, VAR], ti[a, CUT]) == (ti[b, VAR], ti[b, CUT]):
+                seen["swap of both children"] += 1
             _swap_rules(ti, k, ch)
         else:
             v, c, _ = draw_split_rule(rng, data, t.perm, ti[k, START], ti[k, END], mb.scratch_p)
@@ -103,7 +121,7 @@ def test_bound_is_the_exact_posterior_plus_its_slacks():
                 assert slack >= 0.0
                 assert bound == pytest.approx(new + slack, rel=1e-12, abs=1e-9)
         restore(t, k, mb.bk, t.nn[0])
-    assert min(seen.values()) >= 20, seen
+    assert min(seen.values()) >= 5, seen
 
 
 @numba.njit
@@ -128,7 +146,7 @@ def _change(rng, t, data, prior, ps, mb, screened, shift):
     old = subtree_log_post(t, prior, ps, k, mb.order, FALSE, FALSE)
     if screened and bound < math.inf:
         lu = math.log(rng.random())
-        if lu >= bound - shift - old + 1e-9 * (1.0 + abs(bound) + abs(old)):
+        if lu >= bound - shift - old + 1e-7 * (1.0 + abs(bound) + abs(old)):
             return False
     backup(t, k, mb.bk)
     ti[k, VAR], ti[k, CUT] = v, c

@@ -121,8 +121,9 @@ def draw_split_rule(rng, data, pj, s, e, scratch_p):
     every_row = e - s == codes.shape[1]  # a node holding all n (distinct) rows: the ranges are known
     total = 0.0
     for v in range(codes.shape[0]):
-        valid = data.code_min[v] < data.code_max[v] if every_row else var_has_valid_cut(codes[v], pj, s, e)
-        if wsplit[v] > 0.0 and valid:
+        if wsplit[v] > 0.0 and (
+            data.code_min[v] < data.code_max[v] if every_row else var_has_valid_cut(codes[v], pj, s, e)
+        ):
             scratch_p[v] = wsplit[v]
             total += wsplit[v]
         else:

@@ -413,8 +413,12 @@ def rule_change_bound(t, data, prior, ps, k, top_rule):
         return False, 0.0
     if ti[b, LEFT] >= 0 and (n_rl == 0 or n_rl == n_right):
         return False, 0.0
-    for q in range(4):
-        bound += leaf_loglik(prior, cells[2 * q], cells[2 * q + 1])  # an empty cell adds 0
+    # a leaf child's second cell is empty by construction: left out, not added as a (rounded) zero
+    bound += leaf_loglik(prior, cells[0], cells[1]) + leaf_loglik(prior, cells[4], cells[5])
+    if ti[a, LEFT] >= 0:
+        bound += leaf_loglik(prior, cells[2], cells[3])
+    if ti[b, LEFT] >= 0:
+        bound += leaf_loglik(prior, cells[6], cells[7])
     return True, bound
 
 
