@@ -9,7 +9,7 @@ Most proposals are rejected once a chain has found the data, so a subtree of up 
 screened with its rows unmoved: one read-only pass sums its rows under the new rules, which finds an
 empty side and bounds the new posterior from above; the uniform is drawn then, and only a proposal it
 does not reject against the bound is re-partitioned and scored exactly. The accept event is unchanged,
-and so is every draw.
+and so is every draw (the bound carries a margin for sums added in another order).
 
 ``mb`` arguments are :class:`MoveBuffers`: the scratch every rule-changing move needs.
 """
