@@ -30,7 +30,8 @@ numba-cuda do not share a process). Results are written to DIR/gpu.json and DIR/
 
 * ``pmsample`` (only when PyMC imports; else the cells say "skipped"): a whole
   ``pm.sample(tune=20, draws=20, chains=1, cores=1)`` at n = PM_N, m = 200 on the same Friedman data, with
-  ``pmt.GrowPruneStep([mu], backend="cuda")`` and with ``pmt.GrowPruneStep([mu], threads=16)`` (the CPU
+  ``pmt.GrowPruneStep([mu], backend="cuda")``, with ``pmt.CGMStep([mu], backend="cuda")`` (the default step's
+  move set, backend ``cgm-cuda`` in the table) and with ``pmt.GrowPruneStep([mu], threads=16)`` (the CPU
   kernels), sigma by ``pmt.NormalScaleGibbs`` in both. The package is imported for real (PyMC and all) from
   this checkout. Wall time of building the step and of ``pm.sample`` (transfers included), after a warm-up
   ``pm.sample`` on 1000 rows in the same process (kernels compiled, its time reported apart), and each draw's
@@ -59,16 +60,19 @@ FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7],
         "cpu": [(10**6, t) for t in (1, 2, 4, 8, 16)] + [(10**7, 1), (10**7, 16)],
         "stochtree": [(10**6, t) for t in (1, 2, 4, 8, 16)] + [(10**7, 16)], "big_n": 10**7, "m": 200,
         "warm": 5, "keep": 5, "extra": 10,
-        "pmsample": [(10**6, "cuda"), (10**6, "cpu")], "pm_tune": 20, "pm_draws": 20, "pm_threads": 16,
-        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 300, "stochtree": 300, "pmsample": 230}, "cell_s": 110,
+        "pmsample": [(10**6, "cuda"), (10**6, "cgm-cuda"), (10**6, "cpu")], "pm_tune": 20, "pm_draws": 20,
+        "pm_threads": 16,
+        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 300, "stochtree": 300, "pmsample": 345}, "cell_s": 110,
         "pmsample_cell_s": 115}
 QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu": [(3000, 1), (3000, 2), (40000, 1), (40000, 2)],
          "stochtree": [(3000, 1), (3000, 2)], "big_n": 40000, "m": 10, "warm": 1, "keep": 2,
-         "extra": 2, "pmsample": [(200, "cuda"), (200, "cpu")], "pm_tune": 2, "pm_draws": 2, "pm_threads": 2,
+         "extra": 2, "pmsample": [(200, "cuda"), (200, "cgm-cuda"), (200, "cpu")], "pm_tune": 2, "pm_draws": 2,
+         "pm_threads": 2,
          "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90, "stochtree": 90, "pmsample": 240}, "cell_s": 60,
          "pmsample_cell_s": 120}
 P, SEED = 10, 1234
 CHECK_N = 2000
+CGM_PROBS = (0.25, 0.25, 0.4, 0.1)  # CGMStep's default move set (grow, prune, change, swap)
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -151,7 +155,8 @@ def child_gpu(n, cfg):
 
 def _variants(codes, y, cfg, simulator):
     """A/B on the same device in the same process (the kernel already compiled): the default's alternatives,
-    each from the same seed, 2 warm-up and 3 timed sweeps (median): ``no-prefetch`` (block 0 does not load
+    each from the same seed, 2 warm-up and 3 timed sweeps (median): ``cgm`` (CGMStep's move set: grow, prune,
+    change, swap with probabilities 0.25, 0.25, 0.4, 0.1), ``no-prefetch`` (block 0 does not load
     the deciding thread's node table into L1), ``blocks=SMs`` and ``blocks=SMs/2`` (fewer blocks: a cheaper
     grid barrier, more rows per thread)."""
     from numba import cuda
@@ -160,8 +165,8 @@ def _variants(codes, y, cfg, simulator):
 
     sms = 2 if simulator else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
     out = []
-    for name, kw in (("no-prefetch", {"prefetch": False}), ("blocks=SMs", {"blocks": sms}),
-                     ("blocks=SMs/2", {"blocks": max(1, sms // 2)})):
+    for name, kw in (("cgm", {"move_probs": CGM_PROBS}), ("no-prefetch", {"prefetch": False}),
+                     ("blocks=SMs", {"blocks": sms}), ("blocks=SMs/2", {"blocks": max(1, sms // 2)})):
         try:
             g = GrowPruneGPU(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32, **kw)
             times = []
@@ -180,7 +185,8 @@ def _variants(codes, y, cfg, simulator):
 def _device_checks(g, y, codes, cfg):
     """On the real device, after the timing (the first size only): (a) the device residual equals y minus the
     forest's fit read from the node tables; (b) the device chain equals the CPU twin's, sweep by sweep, from
-    the same seed (float64 residual, the first CHECK_N rows, m = 20): the simulator tests' check on hardware."""
+    the same seed (float64 residual, the first CHECK_N rows, m = 20), grow/prune and CGM's move set (keys
+    ``cgm_...``): the simulator tests' check on hardware."""
     from pymc_treesamplers.gpu.device import GrowPruneGPU
 
     out = {}
@@ -189,24 +195,29 @@ def _device_checks(g, y, codes, cfg):
         out["resid_vs_fit_max_abs"] = float(np.abs(g.residual() - (y - g.fit())).max())
     except Exception as e:  # noqa: BLE001
         out["resid_vs_fit_error"] = repr(e)[-300:]
-    try:
-        nc, m, sweeps = min(CHECK_N, len(y)), min(20, cfg["m"]), 30
-        kw = dict(m=m, sigma2_prior=sigma2_prior(y[:nc]), rng=7, dtype=np.float64)
-        dev = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cuda", **kw)
-        twin = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cpu", **kw)
-        first_diff, max_dv = -1, 0.0
-        for s in range(sweeps):
-            dev.sweep()
-            twin.sweep()
-            if first_diff < 0:
-                if not (np.array_equal(dev.state[0], twin.state[0]) and np.array_equal(dev.state[5], twin.state[5])):
-                    first_diff = s
-                else:
-                    max_dv = max(max_dv, float(np.abs(dev.state[3] - twin.state[3]).max()))
-        out.update(twin_mode=dev.mode, twin_sweeps=sweeps, twin_first_diff_sweep=first_diff, twin_max_leaf_diff=max_dv,
-                   twin_resid_vs_fit=float(np.abs(dev.residual() - (y[:nc] - dev.fit())).max()))
-    except Exception as e:  # noqa: BLE001
-        out["twin_error"] = repr(e)[-300:]
+    for pre, probs in (("", (0.5, 0.5, 0.0, 0.0)), ("cgm_", CGM_PROBS)):
+        try:
+            # the simulator (--quick without a GPU) runs a Python thread per device thread: a few sweeps there
+            nc, m = min(CHECK_N, len(y)), min(20, cfg["m"])
+            sweeps = 4 if os.environ.get("NUMBA_ENABLE_CUDASIM") else 30
+            kw = dict(m=m, sigma2_prior=sigma2_prior(y[:nc]), rng=7, dtype=np.float64, move_probs=probs)
+            dev = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cuda", **kw)
+            twin = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cpu", **kw)
+            first_diff, max_dv = -1, 0.0
+            for s in range(sweeps):
+                dev.sweep()
+                twin.sweep()
+                if first_diff < 0:
+                    if not (np.array_equal(dev.state[0], twin.state[0])
+                            and np.array_equal(dev.state[5], twin.state[5])):
+                        first_diff = s
+                    else:
+                        max_dv = max(max_dv, float(np.abs(dev.state[3] - twin.state[3]).max()))
+            out.update({pre + "twin_mode": dev.mode, pre + "twin_sweeps": sweeps,
+                        pre + "twin_first_diff_sweep": first_diff, pre + "twin_max_leaf_diff": max_dv,
+                        pre + "twin_resid_vs_fit": float(np.abs(dev.residual() - (y[:nc] - dev.fit())).max())})
+        except Exception as e:  # noqa: BLE001
+            out[pre + "twin_error"] = repr(e)[-300:]
     out["checks_s"] = time.perf_counter() - t
     return out
 
@@ -345,8 +356,12 @@ def _pm_fit(pm, pmt, X, y, m, backend, threads, tune, draws, seed):
         sigma = pm.HalfNormal("sigma", float(np.std(y)))
         pm.Normal("y", mu, sigma, observed=y)
         t1 = time.perf_counter()
-        tree = (pmt.GrowPruneStep([mu], backend="cuda") if backend == "cuda"
-                else pmt.GrowPruneStep([mu], threads=threads))
+        if backend == "cgm-cuda":
+            tree = pmt.CGMStep([mu], backend="cuda")
+        elif backend == "cuda":
+            tree = pmt.GrowPruneStep([mu], backend="cuda")
+        else:
+            tree = pmt.GrowPruneStep([mu], threads=threads)
         t2 = time.perf_counter()
         per_draw = []
         astep = tree.astep
@@ -389,7 +404,7 @@ def child_pmsample(n, backend, cfg):
            "mean_leaves_per_tree": float(idata.sample_stats["mu_n_leaves"].values.mean()),
            "predict_vs_trace": float(np.abs(pred - post["mu"].values[0, -1, :1000]).max()),
            "pymc": pm.__version__, "notes": notes}
-    if backend == "cuda":
+    if backend.endswith("cuda"):
         from numba import cuda
 
         simulator = bool(os.environ.get("NUMBA_ENABLE_CUDASIM"))
@@ -575,7 +590,7 @@ def main():
                 if left < 5:
                     res[section].append({"error": "section time budget spent", "args": list(args)})
                     continue
-                env = gpu_env if section == "gpu" or (section == "pmsample" and args[2] == "cuda") else None
+                env = gpu_env if section == "gpu" or (section == "pmsample" and args[2].endswith("cuda")) else None
                 r = _run_child(list(args), cfg, a.quick, min(cfg.get(f"{section}_cell_s", cfg["cell_s"]), left), env)
                 res[section].append(r)
                 print(section, args, {k: v for k, v in r.items() if k not in ("sweeps_s",)}, flush=True)

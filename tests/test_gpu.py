@@ -44,12 +44,14 @@ from tests.helpers.exact import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=0, alpha=0.95, beta=2.0, split_weights=None):
+def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=0, alpha=0.95, beta=2.0, split_weights=None,
+               move_probs=(0.5, 0.5, 0.0, 0.0), subtree_cap=host.SUBMAX):
     """Partition keys of a twin chain: tree 0's (m = 1) or both trees' (m = 2) row partitions per kept draw."""
     from pymc_treesamplers.gpu.device import GrowPruneGPU
 
     g = GrowPruneGPU(codes.T, r, m=m, alpha=alpha, beta=beta, mu0=0.0, sigma_mu=1.0, fixed_sigma2=sigma2,
-                     rng=seed, dtype=np.float64, backend="cpu", wrong=wrong, split_weights=split_weights)
+                     rng=seed, dtype=np.float64, backend="cpu", wrong=wrong, split_weights=split_weights,
+                     move_probs=move_probs, subtree_cap=subtree_cap)
     sig = np.zeros(thin)
     leaves = np.empty(codes.shape[0], dtype=np.int64)
     keys = []
@@ -108,6 +110,7 @@ def test_split_weights_ignored_fail_the_same_test():
 
 
 PAIR_ROWS = 5
+GP, CGM, HEAVY = (0.5, 0.5, 0.0, 0.0), (0.25, 0.25, 0.4, 0.1), (0.15, 0.15, 0.4, 0.3)
 
 
 def test_twin_matches_pair_enumeration_m2():
@@ -116,6 +119,48 @@ def test_twin_matches_pair_enumeration_m2():
     exact = exact_pair_posterior(codes, r, np.ones(PAIR_ROWS), 0.95, 2.0, 0.0, 1.0)
     tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 2, 10_000, 50, 1))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+@pytest.mark.parametrize("probs", [CGM, HEAVY], ids=["cgm", "change-swap-heavy"])
+def test_twin_cgm_matches_enumeration_m1(probs):
+    """The CGM move set on the GPU sweep (grow, prune, change, swap; ``move_probs``): the same enumeration."""
+    codes, r, exact = _posterior_case()
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 11, move_probs=probs))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def test_twin_cgm_recovers_the_tree_prior():
+    codes, r, _ = tiny_data(0)
+    exact = exact_partition_prior(codes, 0.95, 2.0)
+    tv, threshold = _tv(exact, _twin_keys(codes, r, np.inf, 1, 20_000, 30, 5, move_probs=HEAVY))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def test_twin_cgm_matches_pair_enumeration_m2():
+    codes, r, _ = tiny_data(0)
+    codes, r = codes[:PAIR_ROWS], r[:PAIR_ROWS]
+    exact = exact_pair_posterior(codes, r, np.ones(PAIR_ROWS), 0.95, 2.0, 0.0, 1.0)
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 2, 10_000, 50, 1, move_probs=CGM))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def test_twin_cgm_with_a_subtree_cap_is_exact():
+    """A change or swap above a subtree of more than ``subtree_cap`` nodes leaves the tree as it is (the GPU
+    pass scores at most ``host.SUBMAX`` nodes); the moves keep a tree's shape, so the restriction is symmetric.
+    At cap 3 only nodes whose children are leaves change, and the chain still matches enumeration."""
+    codes, r, exact = _posterior_case()
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 11, move_probs=HEAVY, subtree_cap=3))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+@pytest.mark.parametrize("wrong", [host.WRONG_CHANGE_TOP_RULE, host.WRONG_SWAP_NO_TOP_RULE],
+                         ids=["change-counts-its-drawn-rule", "swap-drops-the-top-rule"])
+def test_wrong_cgm_variants_fail_the_same_test(wrong):
+    """The CGM tests can fail: a change that scores the rule it drew from its prior (the proposal does not
+    cancel it then), or a swap that leaves out the top node's rule probability, is off the posterior."""
+    codes, r, exact = _posterior_case()
+    tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 11, move_probs=HEAVY, wrong=wrong))
+    assert tv > threshold, f"wrong variant passed: TV {tv:.4f} < threshold {threshold:.4f}"
 
 
 @pytest.mark.parametrize("wrong", [host.WRONG_PRUNE_RATIO, host.WRONG_LEAF_PRIOR], ids=["prune-ratio", "leaf-prior"])
@@ -136,23 +181,28 @@ SIM_SCRIPT = textwrap.dedent(
 
     codes, r, _ = tiny_data(0)
     out = {{}}
-    for name, m, fixed, sweeps, dtype, mode, blocks, barrier in {cases!r}:
+    for name, m, fixed, sweeps, dtype, mode, blocks, barrier, probs in {cases!r}:
         kw = dict(m=m, mu0=0.0, sigma_mu=1.0, fixed_sigma2=fixed, sigma2_prior=(1.5, 0.3), rng=7,
-                  threads_per_block=4, dtype=np.dtype(dtype))
+                  threads_per_block=4, dtype=np.dtype(dtype), move_probs=probs)
         dev = GrowPruneGPU(codes.T, r, backend="cuda", mode=mode, blocks=blocks, barrier=barrier, **kw)
         assert dev.mode == mode and (mode != "coop" or dev.kernel == barrier), (dev.mode, dev.kernel, dev.mode_note)
         twin = GrowPruneGPU(codes.T, r, backend="cpu", **kw)
-        first_diff, max_dv, max_ds = -1, 0.0, 0.0
+        first_diff, max_dv, max_ds, rule_moves = -1, 0.0, 0.0, 0
         for s in range(sweeps):
+            before = twin.trees()
             s2d = dev.sweep()
             s2t = twin.sweep()
+            after = twin.trees()
+            # a tree whose shape stayed and whose rules moved: an accepted change or swap
+            rule_moves += int(sum(np.array_equal(before[3][t], after[3][t])
+                                  and not np.array_equal(before[0][t], after[0][t]) for t in range(m)))
             same = np.array_equal(dev.row_leaves(), twin.row_leaves()) and np.array_equal(dev.state[5], twin.state[5])
             max_dv = max(max_dv, float(np.abs(dev.state[3] - twin.state[3]).max()))
             max_ds = max(max_ds, abs(s2d - s2t))
             if not same and first_diff < 0:
                 first_diff = s
         res = dev.residual()
-        out[name] = dict(first_diff=first_diff, max_dv=max_dv, max_ds=max_ds,
+        out[name] = dict(first_diff=first_diff, max_dv=max_dv, max_ds=max_ds, rule_moves=rule_moves,
                          resid_err=float(np.abs(res - (r - dev.fit())).max()),
                          leaves=int(dev.state[5].sum()))
     print("RESULT" + json.dumps(out))
@@ -174,13 +224,18 @@ def _simulate(cases, timeout=600):
 def test_device_kernel_gives_the_twins_draws_in_the_simulator():
     """Same seed, same draws: trees equal every sweep, leaf values and sigma^2 to rounding (float64), and the
     device residual equals y minus the forest's fit."""
-    cases = [("m1-fixed-soft", 1, 1.0, 40, "float64", "coop", None, "soft"),
-             ("m2-drawn-soft", 2, None, 25, "float64", "coop", None, "soft"),
-             ("m2-drawn-cg", 2, None, 10, "float64", "coop", None, "cg"),
-             ("m2-drawn-launch", 2, None, 10, "float64", "launch", 3, "soft")]
+    cases = [("m1-fixed-soft", 1, 1.0, 40, "float64", "coop", None, "soft", GP),
+             ("m2-drawn-soft", 2, None, 25, "float64", "coop", None, "soft", GP),
+             ("m2-drawn-cg", 2, None, 10, "float64", "coop", None, "cg", GP),
+             ("m2-drawn-launch", 2, None, 10, "float64", "launch", 3, "soft", GP),
+             ("cgm-m1-fixed-soft", 1, 1.0, 40, "float64", "coop", None, "soft", HEAVY),
+             ("cgm-m3-drawn-soft", 3, None, 25, "float64", "coop", None, "soft", HEAVY),
+             ("cgm-m2-drawn-cg", 2, None, 10, "float64", "coop", None, "cg", CGM),
+             ("cgm-m2-drawn-launch", 2, None, 10, "float64", "launch", 3, "soft", HEAVY)]
     out = _simulate(cases)
     for name, res in out.items():
         assert res["first_diff"] == -1, (name, res)
+        assert (res["rule_moves"] > 0) == name.startswith("cgm"), (name, res)  # the device ran change/swap
         assert res["max_dv"] < 1e-9 and res["max_ds"] < 1e-9, (name, res)
         assert res["resid_err"] < 1e-9, (name, res)
 
@@ -188,7 +243,7 @@ def test_device_kernel_gives_the_twins_draws_in_the_simulator():
 def test_device_float32_residual_in_the_simulator():
     """float32 residuals on the device (the benchmark's setting): the run works and the device residual
     tracks y minus the fit to float32 rounding."""
-    out = _simulate([("m2-f32", 2, None, 10, "float32", "coop", None, "soft")])
+    out = _simulate([("m2-f32", 2, None, 10, "float32", "coop", None, "soft", CGM)])
     assert out["m2-f32"]["resid_err"] < 1e-4, out
 
 
@@ -290,7 +345,7 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     fn, sig = {"pass-float32": (d.k_pass, rows32 + ibfb + (i64, i64, i64)),
                "pass-float64": (d.k_pass, rows64 + ibfb + (i64, i64, i64)),
                "sweep-soft": (d.k_sweep_soft, rows32 + state + small + (i64, i64, i64, i64, a(t.int32, 1), i64, i64)),
-               "sweep-cg": (d.k_sweep_cg, rows32 + state + small + (i64, i64, i64, i64)),
+               "sweep-cg": (d.k_sweep_cg, rows32 + state + small + (i64, i64, i64, i64, a(t.int32, 1), i64, i64)),
                "decide": (d.k_decide, state + small + (i64, i64, i64, i64)),
                "flush": (d.k_flush, ibfb + (i64, i64)),
                "fit": (d.k_fit, (a(t.uint8, 2), a(t.float64, 2), a(t.float64, 1))),
@@ -312,7 +367,9 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     ({"beta": -1.0}, "beta"), ({"sigma_mu": 0.0}, "sigma_mu"), ({"fixed_sigma2": -1.0}, "fixed_sigma2"),
     ({"split_weights": [1.0, 1.0]}, "split_weights"), ({"split_weights": [0.0]}, "split_weights"),
     ({"backend": "gpu"}, "backend"), ({"dtype": np.int32}, "dtype"), ({"resync": -1}, "resync"),
-    ({"resync": 2.5}, "resync"),
+    ({"resync": 2.5}, "resync"), ({"move_probs": (0.5, 0.5, 0.5, 0.0)}, "move_probs"),
+    ({"move_probs": (0.0, 0.5, 0.5, 0.0)}, "move_probs"), ({"move_probs": (0.5, 0.5)}, "move_probs"),
+    ({"subtree_cap": 2}, "subtree_cap"), ({"subtree_cap": host.SUBMAX + 1}, "subtree_cap"),
 ])
 def test_bad_options_are_refused_by_name(kwargs, match):
     from pymc_treesamplers.gpu.device import GrowPruneGPU

@@ -1,4 +1,5 @@
-"""The GPU sweep as a PyMC step: ``pmt.GrowPruneStep([mu], backend="cuda")`` (issue 32 item 2; steps/gpu.py).
+"""The GPU sweep as a PyMC step: ``pmt.GrowPruneStep([mu], backend="cuda")`` and ``pmt.CGMStep([mu],
+backend="cuda")`` (issue 32 item 2; steps/gpu.py).
 
 1. The step's sweeps are the GPU sweep's own draws: driven by PyMC's ``step.step(point)`` with sigma fixed and an
    offset in the Normal mean that moves between draws (the device residual follows the pseudo-data), the
@@ -41,7 +42,11 @@ def _data(n=40, p=3, seed=0, nan=False):
     return X, y
 
 
-def test_step_sweeps_are_the_gpu_sweeps_own_draws():
+@pytest.mark.parametrize(("step_cls", "probs"), [("GrowPruneStep", (0.5, 0.5, 0.0, 0.0)),
+                                                  ("CGMStep", (0.25, 0.25, 0.4, 0.1))])
+def test_step_sweeps_are_the_gpu_sweeps_own_draws(step_cls, probs):
+    """``GrowPruneStep`` and ``CGMStep`` with a GPU backend: each draw is a standalone sweep's with the step's
+    move probabilities, from the same seed and sigma, with an offset that moves."""
     from pymc_treesamplers.gpu.device import GrowPruneGPU
 
     X, y = _data()
@@ -50,12 +55,12 @@ def test_step_sweeps_are_the_gpu_sweeps_own_draws():
         mu = pmt.BART("mu", X, y, m=m)
         pm.Normal("a", 0.0, 1.0)
         pm.Normal("y", mu + model["a"], sigma, observed=y)
-        step = pmt.GrowPruneStep([mu], backend="cuda-twin")
+        step = getattr(pmt, step_cls)([mu], backend="cuda-twin")
     step.setup_chain(np.random.default_rng(5), tune=0, draws=draws)
     prior = step.prior
     ref = GrowPruneGPU(step.data.codes, y, m=m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
                        sigma_mu=np.sqrt(prior.s2), fixed_sigma2=sigma**2, rng=np.random.default_rng(5),
-                       dtype=np.float64, backend="cpu")
+                       dtype=np.float64, backend="cpu", move_probs=probs)
     point = model.initial_point()
     a_old = 0.0
     accepted = 0
@@ -120,13 +125,15 @@ SIM_SCRIPT = textwrap.dedent(
     X = rng.uniform(size=(n, 2))
     y = 1.0 + 2.0 * (X[:, 0] > 0.5) + rng.normal(0, 0.3, n)
     out = {}
-    for backend in ("cuda", "cuda-twin"):
+    for backend in ("cuda", "cuda-twin", "cgm-cuda", "cgm-cuda-twin"):
         with pm.Model():
             mu = pmt.BART("mu", X, y, m=2)
             a = pm.Normal("a", 0.0, 2.0)
             sigma = pm.HalfNormal("sigma", 1.0)
             pm.Normal("y", mu + a, sigma, observed=y)
-            step = [pmt.GrowPruneStep([mu], backend=backend), pmt.NormalScaleGibbs([sigma]), pm.NUTS([a])]
+            tree_step = (pmt.CGMStep([mu], backend=backend[4:]) if backend.startswith("cgm")
+                         else pmt.GrowPruneStep([mu], backend=backend))
+            step = [tree_step, pmt.NormalScaleGibbs([sigma]), pm.NUTS([a])]
             idata = pm.sample(tune=4, draws=8, chains=1, cores=1, random_seed=11, progressbar=False,
                               compute_convergence_checks=False, step=step)
         post = idata.posterior
@@ -149,14 +156,16 @@ def test_pm_sample_on_the_cuda_simulator_gives_the_twins_draws():
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
     res = json.loads(line[len("RESULT"):])
-    dev, twin = res["cuda"], res["cuda-twin"]
-    assert dev["counts"] == twin["counts"] and dev["var"] == twin["var"]  # the same trees every draw
-    np.testing.assert_allclose(dev["val"], twin["val"], rtol=0, atol=1e-9)
-    for key in ("mu", "sigma", "a"):
-        np.testing.assert_allclose(dev[key], twin[key], rtol=1e-9, atol=1e-9)
-    for run in (dev, twin):
-        np.testing.assert_allclose(run["pred"], run["mu"], rtol=0, atol=1e-12)  # predict reads the stored trees
-    assert sum(dev["accept"]) > 0  # the trees moved
+    for prefix in ("", "cgm-"):  # GrowPruneStep, CGMStep
+        dev, twin = res[prefix + "cuda"], res[prefix + "cuda-twin"]
+        assert dev["counts"] == twin["counts"] and dev["var"] == twin["var"]  # the same trees every draw
+        np.testing.assert_allclose(dev["val"], twin["val"], rtol=0, atol=1e-9)
+        for key in ("mu", "sigma", "a"):
+            np.testing.assert_allclose(dev[key], twin[key], rtol=1e-9, atol=1e-9)
+        for run in (dev, twin):
+            np.testing.assert_allclose(run["pred"], run["mu"], rtol=0, atol=1e-12)  # predict reads the stored trees
+        assert sum(dev["accept"]) > 0  # the trees moved
+    assert res["cuda"]["var"] != res["cgm-cuda"]["var"]  # the move probabilities reached the sweep
 
 
 def test_predict_reproduces_mu_after_netcdf_with_missing_values(tmp_path):

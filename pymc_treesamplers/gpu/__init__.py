@@ -1,4 +1,5 @@
-"""GPU backend of the exact Gaussian grow/prune sweep (issue 32), with numba-cuda (``pip install .[gpu]``).
+"""GPU backend of the exact Gaussian BART sweep (issue 32), with numba-cuda (``pip install .[gpu]``): grow/prune, or
+the CGM move set (grow, prune, change, swap).
 
 Design: everything lives on the device; the host launches once per sweep.
 
@@ -8,11 +9,14 @@ Design: everything lives on the device; the host launches once per sweep.
   count, leaf value, each node's min/max code per split column, kept from the pass that created the node),
   the xoroshiro128+ state, the parameters (sigma^2 included).
 * Per tree: one thread draws the proposal from the node table alone (grow: leaf, variable, cut among the
-  node's valid cuts; prune: node); all threads make one pass over the rows that applies the previous tree's
-  accepted change and new leaf values (leaf slot, residual) and reduces tree ``j``'s leaf sums (its fit added
-  back), the proposal's left-child count and sum, both children's code ranges, and the residual sum of squares
-  (read by the sigma^2 draw at tree 0); one thread decides (Metropolis-Hastings ratio, exact tree prior with
-  valid cuts), draws all leaves and queues the change for the next pass.
+  node's valid cuts; prune: node; change: internal node and a new rule from its prior; swap: a parent's rule
+  with its internal child's) and writes the subtree it re-partitions as a *site* (its nodes with the proposed
+  rules, and a mask of the leaf slots whose rows descend it); all threads make one pass over the rows that
+  applies the previous tree's accepted change (its rows descend the pending site to their new leaf slots; the
+  residual takes the new leaf values) and reduces tree ``j``'s leaf sums (its fit added back), each site leaf's
+  row count, sum and code ranges, and the residual sum of squares (read by the sigma^2 draw at tree 0); one
+  thread decides (Metropolis-Hastings ratio, exact tree prior with valid cuts), draws all leaves and queues the
+  change for the next pass.
 * Driver ``coop``: the whole sweep is one launch of a grid of resident blocks, grid barriers (atomics, or
   cooperative groups') between the phases; no host work inside a sweep. The proposal of tree ``j + 1`` (it
   needs only that tree's node table) is drawn by the deciding thread while the other blocks pass over the rows

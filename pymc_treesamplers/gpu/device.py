@@ -1,4 +1,4 @@
-"""The device side of the GPU grow/prune sweep (numba-cuda) and the driver that runs it.
+"""The device side of the GPU sweep (numba-cuda; grow/prune or CGM's four moves) and the driver that runs it.
 
 Everything lives on the device across sweeps: the split codes (p x n, uint8 or uint16), the leaf slot of every
 row in every tree (m x n, uint8), the running residual (n, float32 or float64), the trees' node tables, the
@@ -29,87 +29,84 @@ from numba import cuda, float64, int32, uint64
 from . import host
 from .host import (
     F_CUR,
-    F_LEFT,
     F_NEW,
     F_OLD,
     F_SSR,
+    F_SSUM,
     F_SUM,
-    GROW,
-    I_C,
+    I_CNT,
     I_ERR,
     I_J,
     I_JP,
-    I_K,
     I_KIND,
-    I_NL,
-    I_PA,
-    I_PB,
-    I_PC,
-    I_PK,
-    I_PKIND,
-    I_PV,
+    I_PSITE,
     I_RANGE,
+    I_SITE,
     I_TOP,
-    I_V,
     INT_BIG,
     MAXN,
     N_INTS,
     N_PRM,
+    N_SLOT,
     NACC,
     PMAX,
-    PRUNE,
+    S_FIELDS,
+    S_N,
+    S_NODES,
+    SITE_LEN,
+    SUBMAX,
 )
 
-N_SH_I = 1 + 4 * PMAX  # shared: left count, 4 p code bounds (a literal size for numba)
-N_LOC = 4 * PMAX
+N_SH_RNG = SUBMAX * 2 * PMAX  # the site leaves' code bounds (a literal size for numba)
 
 DEV = host.build(cuda.jit(device=True))
 _pre_tree, _post_tree = DEV.pre_tree, DEV.post_tree
+_mask_has, _site_descend = DEV.mask_has, DEV.site_descend
 
 
 @cuda.jit(device=True)
-def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh_sum, sh_f, sh_i, acc, loc):
-    """All threads: the pending change of tree ``ibp[I_JP]`` (leaf slots, residual; from the buffer row
-    ``ibp``/``fbp``), then tree ``ib[I_J]``'s
-    leaf sums with its fit added back (slots below NACC in per-thread accumulators, the rest in shared
-    memory), the proposal's left count and sum, both children's code ranges (per-thread, started at the
-    thread's first row in the proposal's leaf), and the residual sum of squares. Block reductions in shared
+def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
+    """All threads: the pending change of tree ``ibp[I_JP]`` (a row whose leaf slot is in the pending site's
+    mask descends that site to its new slot; the residual moves by the old minus the new value; from the buffer
+    row ``ibp``/``fbp``), then tree ``ib[I_J]``'s leaf sums with its fit added back (slots below NACC in
+    per-thread accumulators, the rest in shared memory), and for the rows in the proposal's site's mask the
+    site leaf each reaches, its row count, sum and code ranges (counts and sums per thread, ranges by shared
+    atomics taken only when they move a bound), and the residual sum of squares. Block reductions in shared
     memory, then global atomics into ``ib``/``fb`` (zeroed by the deciding thread before). Blocks below
-    ``first`` take no rows (block 0 when the deciding thread draws the next proposal meanwhile)."""
+    ``first`` take no rows (block 0 when the deciding thread draws the next proposal meanwhile). ``sh``: the
+    kernel's shared and per-thread arrays, in the order unpacked below (allocated in each kernel, one a line:
+    the simulator tells shared arrays apart by their source line)."""
+    sh_sum, sh_f, sh_site, sh_psite, sh_cnt, sh_ssum, sh_rng, acc, lcnt, lsum = sh
     t = cuda.threadIdx.x
     bd = cuda.blockDim.x
     p = codes.shape[0]
     n = codes.shape[1]
     jp = ibp[I_JP]
-    pkind = ibp[I_PKIND]
-    pk = ibp[I_PK]
-    pv = ibp[I_PV]
-    pc = ibp[I_PC]
-    pa = ibp[I_PA]
-    pb = ibp[I_PB]
     j = ib[I_J]
-    kind = ib[I_KIND]
-    k = ib[I_K]
-    v = ib[I_V]
-    c = ib[I_C]
+    n_pend = ibp[I_PSITE + S_N] if jp >= 0 else 0
+    n_site = ib[I_SITE + S_N] if j >= 0 else 0
     tj = ib[I_TOP] if j >= 0 else 0
     na = tj if tj < NACC else NACC
-    grow = j >= 0 and kind == GROW
+    p2 = 2 * p
+    for e in range(t, S_NODES + S_FIELDS * n_pend if n_pend > 0 else 0, bd):
+        sh_psite[e] = ibp[I_PSITE + e]
+    for e in range(t, S_NODES + S_FIELDS * n_site if n_site > 0 else 0, bd):
+        sh_site[e] = ib[I_SITE + e]
     for q in range(t, tj, bd):
         sh_sum[q] = 0.0
-    if grow:
-        for q in range(t, 4 * p, bd):
-            sh_i[1 + q] = INT_BIG if (q // p) % 2 == 0 else -1
+    for e in range(t, p2 * n_site, bd):
+        sh_rng[e] = INT_BIG if e % p2 < p else -1
+    for q in range(t, n_site, bd):
+        sh_cnt[q] = 0
+        sh_ssum[q] = 0.0
     if t == 0:
         sh_f[0] = 0.0
-        sh_f[1] = 0.0
-        sh_i[0] = 0
     for q in range(na):
         acc[q] = 0.0
+    for q in range(n_site):
+        lcnt[q] = 0
+        lsum[q] = 0.0
     cuda.syncthreads()
-    touched = False
-    nl = 0
-    sl = 0.0
     ssr = 0.0
     i = (cuda.blockIdx.x - first) * bd + t
     stride = (cuda.gridDim.x - first) * bd
@@ -139,11 +136,8 @@ def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh_sum, sh_f, sh_i, acc, 
                 nlj = int32(leaf[j, inext])
         if jp >= 0:
             ln = lo
-            if pkind == GROW and lo == pk:
-                ln = pa if codes[pv, i] <= pc else pb
-                leaf[jp, i] = ln
-            elif pkind == PRUNE and (lo == pa or lo == pb):
-                ln = pk
+            if n_pend > 0 and _mask_has(sh_psite, 0, lo):
+                ln = sh_psite[S_NODES + S_FIELDS * _site_descend(codes, sh_psite, 0, i) + N_SLOT]
                 leaf[jp, i] = ln
             ri = ri + fbp[F_OLD + lo] - fbp[F_NEW + ln]
             r[i] = ri
@@ -157,54 +151,43 @@ def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh_sum, sh_f, sh_i, acc, 
                 acc[lj] += x
             else:
                 cuda.atomic.add(sh_sum, lj, x)
-            if grow and lj == k:
-                if not touched:
-                    touched = True
-                    for q in range(4 * p):
-                        loc[q] = INT_BIG if (q // p) % 2 == 0 else -1
-                off = 0
-                if codes[v, i] <= c:
-                    nl += 1
-                    sl += x
-                else:
-                    off = 2 * p
+            if n_site > 0 and _mask_has(sh_site, 0, lj):
+                q = _site_descend(codes, sh_site, 0, i)
+                lcnt[q] += 1
+                lsum[q] += x
+                base = p2 * q
                 for w in range(p):
                     cw = int32(codes[w, i])
-                    if cw < loc[off + w]:
-                        loc[off + w] = cw
-                    if cw > loc[off + p + w]:
-                        loc[off + p + w] = cw
+                    # a bound only moves one way: a stale read can only cost an atomic, never skip a needed one
+                    if cw < sh_rng[base + w]:
+                        cuda.atomic.min(sh_rng, base + w, cw)
+                    if cw > sh_rng[base + p + w]:
+                        cuda.atomic.max(sh_rng, base + p + w, cw)
         i = inext
     for q in range(na):
         if acc[q] != 0.0:
             cuda.atomic.add(sh_sum, q, acc[q])
-    cuda.atomic.add(sh_f, 1, ssr)
-    if touched:
-        if nl > 0:
-            cuda.atomic.add(sh_i, 0, nl)
-            cuda.atomic.add(sh_f, 0, sl)
-        for q in range(4 * p):
-            if (q // p) % 2 == 0:
-                if loc[q] != INT_BIG:
-                    cuda.atomic.min(sh_i, 1 + q, loc[q])
-            elif loc[q] != -1:
-                cuda.atomic.max(sh_i, 1 + q, loc[q])
+    cuda.atomic.add(sh_f, 0, ssr)
+    for q in range(n_site):
+        if lcnt[q] > 0:
+            cuda.atomic.add(sh_cnt, q, lcnt[q])
+            cuda.atomic.add(sh_ssum, q, lsum[q])
     cuda.syncthreads()
     for q in range(t, tj, bd):
         if sh_sum[q] != 0.0:
             cuda.atomic.add(fb, F_SUM + q, sh_sum[q])
     if t == 0:
-        cuda.atomic.add(fb, F_SSR, sh_f[1])
-        if grow:
-            cuda.atomic.add(fb, F_LEFT, sh_f[0])
-            cuda.atomic.add(ib, I_NL, sh_i[0])
-    if grow:
-        for q in range(t, 4 * p, bd):
-            if (q // p) % 2 == 0:
-                if sh_i[1 + q] != INT_BIG:
-                    cuda.atomic.min(ib, I_RANGE + q, sh_i[1 + q])
-            elif sh_i[1 + q] != -1:
-                cuda.atomic.max(ib, I_RANGE + q, sh_i[1 + q])
+        cuda.atomic.add(fb, F_SSR, sh_f[0])
+    for q in range(t, n_site, bd):
+        if sh_cnt[q] > 0:
+            cuda.atomic.add(ib, I_CNT + q, sh_cnt[q])
+            cuda.atomic.add(fb, F_SSUM + q, sh_ssum[q])
+    for e in range(t, p2 * n_site, bd):
+        if e % p2 < p:
+            if sh_rng[e] != INT_BIG:
+                cuda.atomic.min(ib, I_RANGE + e, sh_rng[e])
+        elif sh_rng[e] != -1:
+            cuda.atomic.max(ib, I_RANGE + e, sh_rng[e])
 
 
 PF_MAGIC_I, PF_MAGIC_F = -7777777777777, 1.5e-300  # sums the prefetch cannot reach (codes < 2^16, < 2^14 words)
@@ -231,13 +214,19 @@ def _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ibr, fbr, post, 
     for q in range(t, tj, bd):
         si += cnt[j, q] + used[j, q]
         sf += val[j, q] + lwav[j, q]
-    if post:
-        for q in range(t, ibr.shape[0], bd):
+    if post:  # the words the decision reads: control words and site, the site's counts, sums and ranges
+        ns = ibr[I_SITE + S_N]
+        for q in range(t, I_SITE + S_NODES + S_FIELDS * ns, bd):
             si += ibr[q]
+        for q in range(t, ns, bd):
+            si += ibr[I_CNT + q]
+            sf += fbr[F_SSUM + q]
+        for q in range(t, 2 * p * ns, bd):
+            si += ibr[I_RANGE + q]
         for q in range(t, tj, bd):
             sf += fbr[F_SUM + q]
         if t == 0:
-            sf += fbr[F_LEFT] + fbr[F_SSR] + wsplit[0]
+            sf += fbr[F_SSR] + wsplit[0]
     if si == PF_MAGIC_I and sf == PF_MAGIC_F:
         sink[3] = 1
 
@@ -285,96 +274,80 @@ def _lead_copy(rs, prm, prop, rs_to, prm_to, prop_to):
         prm_to[q] = prm[q]
 
 
-def k_sweep_soft(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
-                 first, bar, probe, prefetch):
-    """Trees ``j0 .. j1 - 1`` in one launch (``t0``: trees processed before, for the buffer rows). The deciding
-    thread (block 0, thread 0) draws tree ``j0``'s proposal; then per tree ``j``: a grid barrier
-    (:func:`_soft_sync`), the row pass (blocks from ``first`` on), meanwhile the deciding thread draws tree
-    ``j + 1``'s proposal, a grid barrier, the decision of tree ``j``. Stops (all threads, after a barrier) when
-    an error word or the barrier's error is set. ``prefetch``: block 0 loads the deciding thread's node table
-    and buffer row into L1 before each of its steps (:func:`_prefetch`; no change to any draw). The deciding
-    thread keeps the random states, the parameters
-    and the proposals' terms in its own (local) memory for the launch. ``probe > 0``: only that many barriers
-    (the driver's check that the grid is resident)."""
-    sh_sum = cuda.shared.array(MAXN, float64)
-    sh_f = cuda.shared.array(2, float64)
-    sh_i = cuda.shared.array(N_SH_I, int32)
-    acc = cuda.local.array(NACC, float64)
-    loc = cuda.local.array(N_LOC, int32)
-    rs_l = cuda.local.array((2, 2), uint64)
-    prm_l = cuda.local.array(N_PRM, float64)
-    prop_l = cuda.local.array((2, 4), float64)
-    if probe > 0:
-        for _ in range(probe):
-            _soft_sync(bar)
-        return
-    lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
-    t = t0
-    if lead:
-        _lead_copy(rs, prm, prop, rs_l, prm_l, prop_l)
-        if j0 < j1:
-            c = t & 1
-            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
-    for j in range(j0, j1):
-        c = t & 1
-        _soft_sync(bar)
-        if ib[0, I_ERR] != 0 or ib[1, I_ERR] != 0 or bar[B_ERR] != 0:
-            break
-        _row_pass(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c], first, sh_sum, sh_f, sh_i, acc, loc)
-        if cuda.blockIdx.x == 0 and prefetch != 0 and j + 1 < j1:
-            _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j + 1, ib[1 - c], fb[1 - c], False, bar)
-            cuda.syncthreads()
-        if lead and j + 1 < j1:
-            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j + 1, prm_l, wsplit, ib[1 - c], fb[1 - c],
-                      prop_l[1 - c])
-        _soft_sync(bar)
-        if bar[B_ERR] != 0:
-            break
-        if cuda.blockIdx.x == 0 and prefetch != 0:  # after the barrier's fence: the outputs are final
-            _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ib[c], fb[c], True, bar)
-            cuda.syncthreads()
-        if lead:
-            _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c], prop_l[c])
-        t += 1
-    if lead:
-        _lead_copy(rs_l, prm_l, prop_l, rs, prm, prop)
+@cuda.jit(device=True)
+def _cg_sync(bar):
+    """Cooperative groups' grid barrier (a cooperative launch; numba-cuda links libcudadevrt for it)."""
+    cuda.cg.this_grid().sync()
 
 
-def k_sweep_cg(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
-               first):
-    """As :func:`k_sweep_soft` with cooperative groups' grid barrier (a cooperative launch; numba-cuda links
-    libcudadevrt for it)."""
-    sh_sum = cuda.shared.array(MAXN, float64)
-    sh_f = cuda.shared.array(2, float64)
-    sh_i = cuda.shared.array(N_SH_I, int32)
-    acc = cuda.local.array(NACC, float64)
-    loc = cuda.local.array(N_LOC, int32)
-    rs_l = cuda.local.array((2, 2), uint64)
-    prm_l = cuda.local.array(N_PRM, float64)
-    prop_l = cuda.local.array((2, 4), float64)
-    grid = cuda.cg.this_grid()
-    lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
-    t = t0
-    if lead:
-        _lead_copy(rs, prm, prop, rs_l, prm_l, prop_l)
-        if j0 < j1:
-            c = t & 1
-            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
-    for j in range(j0, j1):
-        c = t & 1
-        grid.sync()
-        if ib[0, I_ERR] != 0 or ib[1, I_ERR] != 0:
-            break
-        _row_pass(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c], first, sh_sum, sh_f, sh_i, acc, loc)
-        if lead and j + 1 < j1:
-            _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j + 1, prm_l, wsplit, ib[1 - c], fb[1 - c],
-                      prop_l[1 - c])
-        grid.sync()
+def _sweep_kernel(sync):
+    """The one-launch sweep with the grid barrier ``sync`` (:func:`_soft_sync` or :func:`_cg_sync`): trees
+    ``j0 .. j1 - 1`` (``t0``: trees processed before, for the buffer rows). The deciding thread (block 0,
+    thread 0) draws tree ``j0``'s proposal; then per tree ``j``: a grid barrier, the row pass (blocks from
+    ``first`` on), meanwhile the deciding thread draws tree ``j + 1``'s proposal, a grid barrier, the decision
+    of tree ``j``. Stops (all threads, after a barrier) when an error word or the soft barrier's error is set.
+    ``prefetch``: block 0 loads the deciding thread's node table and buffer row into L1 before each of its
+    steps (:func:`_prefetch`; no change to any draw). The deciding thread keeps the random states, the
+    parameters and the proposals' terms in its own (local) memory for the launch. ``probe > 0``: only that many
+    barriers (the driver's check that the grid is resident)."""
+
+    def k_sweep(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
+                first, bar, probe, prefetch):
+        # one allocation a line: the simulator tells shared arrays apart by their source line
+        sh = (cuda.shared.array(MAXN, float64),
+              cuda.shared.array(1, float64),
+              cuda.shared.array(SITE_LEN, int32),
+              cuda.shared.array(SITE_LEN, int32),
+              cuda.shared.array(SUBMAX, int32),
+              cuda.shared.array(SUBMAX, float64),
+              cuda.shared.array(N_SH_RNG, int32),
+              cuda.local.array(NACC, float64),
+              cuda.local.array(SUBMAX, int32),
+              cuda.local.array(SUBMAX, float64))
+        rs_l = cuda.local.array((2, 2), uint64)
+        prm_l = cuda.local.array(N_PRM, float64)
+        prop_l = cuda.local.array((2, 4), float64)
+        if probe > 0:
+            for _ in range(probe):
+                sync(bar)
+            return
+        lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
+        t = t0
         if lead:
-            _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c], prop_l[c])
-        t += 1
-    if lead:
-        _lead_copy(rs_l, prm_l, prop_l, rs, prm, prop)
+            _lead_copy(rs, prm, prop, rs_l, prm_l, prop_l)
+            if j0 < j1:
+                c = t & 1
+                _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
+        for j in range(j0, j1):
+            c = t & 1
+            sync(bar)
+            if ib[0, I_ERR] != 0 or ib[1, I_ERR] != 0 or bar[B_ERR] != 0:
+                break
+            _row_pass(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c], first, sh)
+            if cuda.blockIdx.x == 0 and prefetch != 0 and j + 1 < j1:
+                _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j + 1, ib[1 - c], fb[1 - c], False, bar)
+                cuda.syncthreads()
+            if lead and j + 1 < j1:
+                _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j + 1, prm_l, wsplit, ib[1 - c], fb[1 - c],
+                          prop_l[1 - c])
+            sync(bar)
+            if bar[B_ERR] != 0:
+                break
+            if cuda.blockIdx.x == 0 and prefetch != 0:  # after the barrier's fence: the outputs are final
+                _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ib[c], fb[c], True, bar)
+                cuda.syncthreads()
+            if lead:
+                _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c],
+                           prop_l[c])
+            t += 1
+        if lead:
+            _lead_copy(rs_l, prm_l, prop_l, rs, prm, prop)
+
+    return k_sweep
+
+
+k_sweep_soft = _sweep_kernel(_soft_sync)
+k_sweep_cg = _sweep_kernel(_cg_sync)
 
 
 def _capped(fn, regs):
@@ -399,12 +372,17 @@ k_sweep_soft, k_sweep_cg = SWEEP_KERNELS["soft"], SWEEP_KERNELS["cg"]
 def k_pass(codes, leaf, r, ib, fb, cur, pend, first):
     """The row pass alone (the ``launch`` driver and the flush): pending change from buffer row ``pend``,
     tree from row ``cur``, rows on the blocks from ``first`` on."""
-    sh_sum = cuda.shared.array(MAXN, float64)
-    sh_f = cuda.shared.array(2, float64)
-    sh_i = cuda.shared.array(N_SH_I, int32)
-    acc = cuda.local.array(NACC, float64)
-    loc = cuda.local.array(N_LOC, int32)
-    _row_pass(codes, leaf, r, ib[pend], fb[pend], ib[cur], fb[cur], first, sh_sum, sh_f, sh_i, acc, loc)
+    sh = (cuda.shared.array(MAXN, float64),
+          cuda.shared.array(1, float64),
+          cuda.shared.array(SITE_LEN, int32),
+          cuda.shared.array(SITE_LEN, int32),
+          cuda.shared.array(SUBMAX, int32),
+          cuda.shared.array(SUBMAX, float64),
+          cuda.shared.array(N_SH_RNG, int32),
+          cuda.local.array(NACC, float64),
+          cuda.local.array(SUBMAX, int32),
+          cuda.local.array(SUBMAX, float64))
+    _row_pass(codes, leaf, r, ib[pend], fb[pend], ib[cur], fb[cur], first, sh)
 
 
 @cuda.jit
@@ -485,9 +463,27 @@ def _check_options(m, alpha, beta, sigma_mu, fixed_sigma2, split_weights, p, bac
         raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
 
 
+def _check_moves(move_probs, subtree_cap) -> np.ndarray:
+    """``(grow, prune, change, swap)`` probabilities and the change/swap subtree cap, refused by name."""
+    try:
+        probs = np.asarray(move_probs, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"move_probs must be four numbers (grow, prune, change, swap), got {move_probs!r}") from err
+    if (probs.shape != (4,) or not np.isfinite(probs).all() or (probs < 0).any() or probs[0] <= 0
+            or probs[1] <= 0 or abs(probs.sum() - 1.0) > 1e-9):
+        raise ValueError(f"move_probs must be four non-negative numbers (grow, prune, change, swap) summing to 1, "
+                         f"grow and prune > 0; got {move_probs!r}")
+    if (isinstance(subtree_cap, bool) or not isinstance(subtree_cap, (int, np.integer))
+            or not 3 <= subtree_cap <= host.SUBMAX):
+        raise ValueError(f"subtree_cap (largest subtree a change/swap re-partitions) must be an int in "
+                         f"3..{host.SUBMAX}, got {subtree_cap!r}")
+    return probs
+
+
 class GrowPruneGPU:
-    """The Gaussian BART sweep on a CUDA device: grow/prune Metropolis-Hastings per tree, leaves from their
-    Normal-Normal conditional, sigma^2 by its conjugate inverse-gamma draw (or fixed).
+    """The Gaussian BART sweep on a CUDA device: one Metropolis-Hastings proposal per tree (grow/prune, or
+    ``move_probs`` for CGM's grow, prune, change and swap), leaves from their Normal-Normal conditional, sigma^2
+    by its conjugate inverse-gamma draw (or fixed).
 
     ``codes``: the split codes, ``(p, n)`` non-negative integers (``binning.bin_columns(X).codes``);
     ``y``: the response (n,). Priors as the package's (../shared/DESIGN.md section 2): ``alpha``, ``beta``;
@@ -505,7 +501,10 @@ class GrowPruneGPU:
     ``"cg"`` (cooperative groups: a cooperative launch, libcudadevrt). ``rows_per_thread``: the grid is sized
     so each thread has at least this many rows; ``blocks`` caps the grid (fewer blocks: a cheaper grid
     barrier). ``prefetch``: block 0's idle threads load the deciding thread's node table into L1 before each
-    decision (the coop soft kernel; a performance hint only, the draws are the same).
+    decision (a performance hint only, the draws are the same). ``move_probs``: the probabilities of proposing a
+    grow, prune, change and swap (default grow/prune only; ``CGMStep``'s are ``(0.25, 0.25, 0.4, 0.1)``);
+    ``subtree_cap``: a change/swap above a subtree of more nodes leaves the tree as it is (3 to ``host.SUBMAX``,
+    the most the pass scores; exact for any value, tests use small ones).
 
     Per draw :meth:`sweep` returns sigma^2; :attr:`state` the node tables (copied from the device when
     stale), :meth:`encode` the stored forest format (``thresholds`` needed), :meth:`row_leaves` the leaf slot
@@ -524,7 +523,8 @@ class GrowPruneGPU:
     def __init__(self, codes, y, m=200, alpha=0.95, beta=2.0, mu0=None, sigma_mu=None, k=2.0, sigma2_prior=None,
                  sigma2=None, fixed_sigma2=None, split_weights=None, rng=None, dtype=np.float32, thresholds=None,
                  threads_per_block=256, blocks=None, backend="cuda", wrong=0, mode=None, rows_per_thread=8,
-                 barrier="soft", prefetch=True, resync=None):
+                 barrier="soft", prefetch=True, resync=None, move_probs=(0.5, 0.5, 0.0, 0.0),
+                 subtree_cap=host.SUBMAX):
         codes = np.ascontiguousarray(codes)
         if codes.ndim != 2 or not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0:
             raise ValueError("codes must be a (p, n) array of non-negative integers")
@@ -535,6 +535,7 @@ class GrowPruneGPU:
         if y.shape != (n,) or not np.isfinite(y).all():
             raise ValueError(f"y must be finite with shape ({n},)")
         _check_options(m, alpha, beta, sigma_mu, fixed_sigma2, split_weights, p, backend, dtype)
+        move_probs = _check_moves(move_probs, subtree_cap)
         if resync is None:
             resync = 50 if np.dtype(dtype) == np.float32 else 0
         if isinstance(resync, bool) or not isinstance(resync, (int, np.integer)) or resync < 0:
@@ -556,7 +557,8 @@ class GrowPruneGPU:
         prm = np.zeros(host.N_PRM)
         prm[host.P_ALPHA], prm[host.P_BETA] = alpha, beta
         prm[host.P_MU0], prm[host.P_S2MU] = mu0, sigma_mu**2
-        prm[host.P_SIGMA2], prm[host.P_PGROW] = s2, 0.5
+        prm[host.P_SIGMA2] = s2
+        host.move_prm(prm, move_probs, subtree_cap)
         prm[host.P_A0], prm[host.P_B0] = sigma2_prior
         prm[host.P_N], prm[host.P_FIXED], prm[host.P_WRONG] = n, float(self.fixed), wrong
         self.prm = prm
@@ -623,7 +625,7 @@ class GrowPruneGPU:
                     if sim:
                         nb = 1  # the simulator runs blocks one after the other: a grid barrier holds for one
                     else:
-                        sig = tuple(numba.typeof(a) for a in self._sweep_args(0, 1, soft))
+                        sig = tuple(numba.typeof(a) for a in self._sweep_args(0, 1))
                         kern = kd.compile(sig)
                         try:
                             nb = int(kern.max_cooperative_grid_blocks(tpb))  # occupancy x multiprocessors
@@ -636,7 +638,7 @@ class GrowPruneGPU:
                     self._k_sweep = kd[self.blocks, tpb, s]
                     self._soft = soft
                     if not sim:  # a real launch proves the link (libcudadevrt for cg) and, soft, residency
-                        self._k_sweep(*self._sweep_args(0, 0, soft, probe=4 if soft else 0))
+                        self._k_sweep(*self._sweep_args(0, 0, probe=4 if soft else 0))
                         self.bar.copy_to_host(self.h_bar, stream=s)
                         s.synchronize()
                         if soft and self.h_bar[B_ERR] != 0:
@@ -660,12 +662,10 @@ class GrowPruneGPU:
             self._k_decide = k_decide[1, 1, s]
             self.mode, self.kernel = "launch", "pass+decide"
 
-    def _sweep_args(self, j0, j1, soft=None, probe=0):
-        soft = self._soft if soft is None else soft
-        base = (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb,
+    def _sweep_args(self, j0, j1, probe=0):
+        return (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb,
                 self.d_prop, self.d_rs, np.int64(j0), np.int64(j1), np.int64(self.tick[0]),
-                np.int64(getattr(self, "first", 0)))
-        return base + (self.bar, np.int64(probe), np.int64(self.prefetch)) if soft else base
+                np.int64(getattr(self, "first", 0)), self.bar, np.int64(probe), np.int64(self.prefetch))
 
     def _decide_args(self, j_post, c_post, j_pre, c_pre):
         return (*self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb, self.d_prop, self.d_rs,

@@ -1,29 +1,38 @@
-"""Decisions of the GPU grow/prune sweep, written once and compiled twice: by ``numba.njit`` for the host (the
-CPU twin the exactness tests run) and by ``cuda.jit(device=True)`` for the device (``device.py``), so the
-device runs the very code the tests prove, draw for draw.
+"""Decisions of the GPU sweep (grow/prune, or CGM's grow, prune, change and swap), written once and compiled
+twice: by ``numba.njit`` for the host (the CPU twin the exactness tests run) and by ``cuda.jit(device=True)`` for
+the device (``device.py``), so the device runs the very code the tests prove, draw for draw.
 
 The trees are small node tables (one per tree, ``MAXN`` slots); the rows (codes, the per-tree leaf slot of every
 row, the running residual) are touched only by the row pass. Per tree ``j``:
 
-1. :func:`pre_tree` (one thread): draw tree ``j``'s proposal from its node table alone (grow: a growable leaf
-   and its rule from the per-node code ranges stored when the node was made; prune: a node whose children are
-   leaves); write it and tree ``j``'s leaf values into ``ib``/``fb`` and zero the outputs.
+1. :func:`pre_tree` (one thread): draw tree ``j``'s proposal from its node table alone: the move (grow, prune,
+   change, swap with the chain's probabilities; a root-only tree grows), its node, and for grow and change a
+   rule from its prior given the node's code ranges (stored when the node's rows were last counted). Grow,
+   change and swap write the subtree they re-partition as a *site* (``S_*``: its nodes with the proposed rules,
+   and the mask of the leaf slots whose rows descend it: a grow's leaf, a change/swap's subtree leaves).
+   Zero the outputs; copy tree ``j``'s leaf values into ``fb``.
 2. the row pass (:func:`row_pass_cpu` here, ``device.py`` on the GPU, all threads): apply the pending change of
-   the previous tree (leaf slots, residual), then sum tree ``j``'s rows per leaf with its fit added back, the
-   proposal's left count and sum, both children's code ranges, and the residual sum of squares.
+   the previous tree (a row in the pending site's mask descends it to its new leaf slot; the residual takes the
+   new leaf values), then sum tree ``j``'s rows per leaf with its fit added back, and the rows in the site's
+   mask per site leaf (count, sum, code range per split column), and the residual sum of squares.
 3. :func:`post_tree` (one thread): at tree 0 the sigma^2 draw (conjugate, from the residual sum of squares);
-   accept or reject, draw every leaf of the tree, write the pending change for the next pass.
+   accept or reject, draw every leaf of the tree, write the pending change (a site) for the next pass.
 
-The posterior is the package's (../shared/DESIGN.md section 2, ``engine/moves/growprune.py``): grow and prune
-with probability 1/2 each (a root-only tree grows with probability 1), a leaf chosen uniformly among the
-growable ones (a valid cut on some variable of positive weight), the rule drawn from its prior (so the rule
-probability cancels), the Hastings terms ``log(g)`` and ``log(nog)``, the Chipman tree prior with the valid-cut
-convention, Normal-Normal leaves integrated out for structure and drawn from their conditional afterwards.
+The posterior is the package's (../shared/DESIGN.md section 2, ``engine/moves/growprune.py``, ``cgm.py``): the
+leaf chosen uniformly among the growable ones (a valid cut on some variable of positive weight), the rule drawn
+from its prior (so its probability cancels), the Hastings terms ``log(g)`` and ``log(nog)``; change at a uniform
+internal node with a new rule from its prior (the top rule's probability cancels), swap at a uniform non-root
+internal node and its parent (symmetric; both children's rules when they share one); the Chipman tree prior with
+the valid-cut convention, Normal-Normal leaves integrated out for structure and drawn from their conditional
+afterwards. A change/swap whose subtree has more than ``P_SUBCAP`` (at most ``SUBMAX``) nodes leaves the tree as
+it is: the pass has room for ``SUBMAX`` site nodes, and since both moves keep the tree's shape the subtree's
+size is the same after them, so the restriction is symmetric and the chain exact.
 
 Overlap: the proposal of tree ``j + 1`` needs only tree ``j + 1``'s node table, so the device draws it while
 the other blocks still pass over the rows for tree ``j``. The exchange buffers are therefore two rows (``ib``,
 ``fb``, ``prop``: row ``t & 1`` for the ``t``-th tree processed, counted over sweeps): a tree's proposal,
-outputs and pending change live in its row; the pass reads the pending change from the other row.
+outputs and pending change live in its row; the pass reads the pending change (``I_PSITE``, ``F_OLD``,
+``F_NEW``) from the other row, whose proposal fields the deciding thread writes meanwhile (disjoint words).
 
 Random numbers: xoroshiro128+ (the generator of ``numba.cuda.random``), two streams (``rs[0]`` the proposals',
 ``rs[1]`` the decisions' and sigma^2's), each used by one thread, so drawing a proposal early changes no draw;
@@ -39,34 +48,51 @@ import numba
 import numpy as np
 
 MAXN = 256  # node slots per tree (leaf slots of rows are uint8)
-PMAX = 32  # most split columns the device pass handles (its per-thread code ranges)
+PMAX = 32  # most split columns the device pass handles
 NACC = 8  # leaf slots the device pass sums in per-thread registers/local memory (higher slots: shared atomics)
+SUBMAX = 31  # most nodes of the subtree a proposal re-partitions (a change/swap above a larger one stays put)
+MASKW = MAXN // 16  # 16-bit words of a slot mask (16 bits a word keeps every int32 word non-negative)
 
 # node table fields (ints[j, k, :])
 VAR, CUT, LEFT, RIGHT, PARENT, DEPTH = range(6)
 N_INTS = 6
 
 # move kinds
-NONE, GROW, PRUNE = 0, 1, 2
+NONE, GROW, PRUNE, CHANGE, SWAP = range(5)
 
-# ib (int32): control words, then outputs
-I_JP, I_PKIND, I_PK, I_PV, I_PC, I_PA, I_PB, I_J, I_KIND, I_K, I_V, I_C, I_TOP, I_ERR = range(14)
-I_NL = 14  # output: rows of the proposal's left child
-I_RANGE = 15  # output: 4 p code bounds: min left, max left, min right, max right
+# A site (int32 words in ib): the subtree a move re-partitions, with its rules as proposed. S_N nodes in
+# breadth-first order (a parent before its children; node 0 the subtree's top), each VAR, CUT (-1: a leaf),
+# LEFT, RIGHT (site indices), SLOT (the node table slot; -1 for a grow's children before they get one); S_MASK:
+# the bits of the tree's leaf slots whose rows it takes (a grow: the leaf; a change/swap: the subtree's leaves;
+# a prune: the two children). A row in the mask descends the site from node 0 to one of its leaves.
+S_N, S_MASK = 0, 1
+S_NODES = 1 + MASKW
+N_VAR, N_CUT, N_LEFT, N_RIGHT, N_SLOT = range(5)
+S_FIELDS = 5
+SITE_LEN = S_NODES + S_FIELDS * SUBMAX
+
+# ib (int32): control words, the proposal's site, the pending change's site, then the pass's outputs
+I_J, I_KIND, I_K, I_TOP, I_ERR, I_JP = range(6)
+I_SITE = 6  # the proposal of tree ib[I_J] (S_N = 0: no pass output but the leaf sums)
+I_PSITE = I_SITE + SITE_LEN  # the accepted change of tree ib[I_JP] the next pass applies (S_N = 0: none)
+I_CNT = I_PSITE + SITE_LEN  # output: rows reaching each site node (the pass fills leaves, the decision the rest)
+I_RANGE = I_CNT + SUBMAX  # output: 2 p code bounds per site node: I_RANGE + 2 p q + (w: min, p + w: max)
 INT_BIG = 2**31 - 1
 
 # fb (float64): leaf values in, sums out
 F_OLD, F_NEW, F_CUR, F_SUM = 0, MAXN, 2 * MAXN, 3 * MAXN
-F_LEFT = 4 * MAXN  # output: sum of the proposal's left child
-F_SSR = 4 * MAXN + 1  # output: residual sum of squares after the pending change
-N_FB = 4 * MAXN + 2
+F_SSUM = 4 * MAXN  # output: sum of the rows reaching each site leaf
+F_SSR = 4 * MAXN + SUBMAX  # output: residual sum of squares after the pending change
+N_FB = F_SSR + 1
 
-# prm (float64): priors, sigma^2 (written by the sigma^2 draw), the chain's settings
-P_ALPHA, P_BETA, P_MU0, P_S2MU, P_SIGMA2, P_PGROW, P_A0, P_B0, P_N, P_FIXED, P_WRONG = range(11)
-N_PRM = 11
+# prm (float64): priors, sigma^2 (written by the sigma^2 draw), the chain's settings; the move probabilities
+# (grow, prune, change; swap the rest) and the largest subtree a change/swap re-partitions (<= SUBMAX)
+(P_ALPHA, P_BETA, P_MU0, P_S2MU, P_SIGMA2, P_PGROW, P_A0, P_B0, P_N, P_FIXED, P_WRONG, P_PPRUNE, P_PCHANGE,
+ P_SUBCAP) = range(14)
+N_PRM = 14
 
 # wrong variants (tests only): 0 = exact
-WRONG_NONE, WRONG_PRUNE_RATIO, WRONG_LEAF_PRIOR = 0, 1, 2
+WRONG_NONE, WRONG_PRUNE_RATIO, WRONG_LEAF_PRIOR, WRONG_CHANGE_TOP_RULE, WRONG_SWAP_NO_TOP_RULE = range(5)
 
 NEG_INF = -math.inf
 TWO_PI = 2.0 * math.pi
@@ -74,12 +100,14 @@ INV_2_53 = 1.0 / 9007199254740992.0
 
 
 def n_ib(p: int) -> int:
-    return I_RANGE + 4 * p
+    return I_RANGE + 2 * p * SUBMAX
 
 
 def new_state(m: int, p: int):
     """Node tables of ``m`` trees: ``(ints, lohi, cnt, val, lwav, used, top)``; ``top[j]``: one past tree
-    ``j``'s highest used slot (every loop over a tree's slots stops there)."""
+    ``j``'s highest used slot (every loop over a tree's slots stops there). ``lohi[j, k]``: the code range of
+    node ``k``'s rows per split column; ``lwav[j, k]``: log of the split weight with a valid cut there
+    (-inf: none), kept for internal nodes too (a node pruned back to a leaf reads it)."""
     ints = np.full((m, MAXN, N_INTS), -1, dtype=np.int64)
     lohi = np.zeros((m, MAXN, 2, p), dtype=np.int64)
     cnt = np.zeros((m, MAXN), dtype=np.int64)
@@ -101,6 +129,12 @@ def new_buffers(p: int):
     ib = np.zeros((2, n_ib(p)), dtype=np.int32)
     ib[:, I_JP] = -1
     return ib, np.zeros((2, N_FB)), np.zeros((2, 4))
+
+
+def move_prm(prm: np.ndarray, move_probs, subtree_cap: int = SUBMAX) -> None:
+    """Write the move probabilities ``(grow, prune, change, swap)`` and the subtree cap into ``prm``."""
+    prm[P_PGROW], prm[P_PPRUNE], prm[P_PCHANGE] = move_probs[0], move_probs[1], move_probs[2]
+    prm[P_SUBCAP] = subtree_cap
 
 
 def build(jit):
@@ -179,94 +213,249 @@ def build(jit):
         return used[j, k] != 0 and ints[j, k, LEFT] < 0
 
     @jit
-    def growable(ints, used, lwav, j, k):
-        return used[j, k] != 0 and ints[j, k, LEFT] < 0 and lwav[j, k] > NEG_INF
-
-    @jit
     def is_nog(ints, used, j, k):
         if used[j, k] == 0 or ints[j, k, LEFT] < 0:
             return False
         return ints[j, ints[j, k, LEFT], LEFT] < 0 and ints[j, ints[j, k, RIGHT], LEFT] < 0
 
     @jit
+    def mask_has(a, at, s):
+        """Whether slot ``s`` is in the mask of the site at ``a[at:]``."""
+        return (a[at + S_MASK + (s >> 4)] >> (s & 15)) & 1 != 0
+
+    @jit
+    def mask_set(a, at, s):
+        a[at + S_MASK + (s >> 4)] = a[at + S_MASK + (s >> 4)] | (1 << (s & 15))
+
+    @jit
+    def site_descend(codes, a, at, i):
+        """The site leaf (site index) row ``i`` reaches from the site's top node, by the site's rules."""
+        q = 0
+        base = at + S_NODES
+        while a[base + N_LEFT] >= 0:
+            if codes[a[base + N_VAR], i] <= a[base + N_CUT]:
+                q = a[base + N_LEFT]
+            else:
+                q = a[base + N_RIGHT]
+            base = at + S_NODES + S_FIELDS * q
+        return q
+
+    @jit
+    def site_of(ints, j, k, ib, at, cap):
+        """Write the subtree of tree ``j`` below slot ``k`` (its rules as they are) as a site at ``ib[at:]``, the
+        mask its leaves; returns its node count, or -1 (nothing usable written) when it has more than ``cap``."""
+        for w in range(MASKW):
+            ib[at + S_MASK + w] = 0
+        ib[at + S_NODES + N_SLOT] = k
+        n = 1
+        q = 0
+        while q < n:
+            base = at + S_NODES + S_FIELDS * q
+            s = ib[base + N_SLOT]
+            if ints[j, s, LEFT] >= 0:
+                if n + 2 > cap:
+                    return -1
+                ib[base + N_VAR] = ints[j, s, VAR]
+                ib[base + N_CUT] = ints[j, s, CUT]
+                ib[base + N_LEFT] = n
+                ib[base + N_RIGHT] = n + 1
+                ib[at + S_NODES + S_FIELDS * n + N_SLOT] = ints[j, s, LEFT]
+                ib[at + S_NODES + S_FIELDS * (n + 1) + N_SLOT] = ints[j, s, RIGHT]
+                n += 2
+            else:
+                ib[base + N_VAR] = -1
+                ib[base + N_CUT] = -1
+                ib[base + N_LEFT] = -1
+                ib[base + N_RIGHT] = -1
+                mask_set(ib, at, s)
+            q += 1
+        ib[at + S_N] = n
+        return n
+
+    @jit
+    def avail_tab(lohi, j, s, wsplit):
+        """Split weight of the columns with a valid cut at node ``s`` of tree ``j`` (its stored code ranges)."""
+        total = 0.0
+        for w in range(wsplit.shape[0]):
+            if wsplit[w] > 0.0 and lohi[j, s, 1, w] > lohi[j, s, 0, w]:
+                total += wsplit[w]
+        return total
+
+    @jit
+    def avail_out(ib, q, wsplit):
+        """Split weight of the columns with a valid cut at site node ``q`` (the pass's code ranges)."""
+        p = wsplit.shape[0]
+        base = I_RANGE + 2 * p * q
+        total = 0.0
+        for w in range(p):
+            if wsplit[w] > 0.0 and ib[base + p + w] > ib[base + w]:
+                total += wsplit[w]
+        return total
+
+    @jit
+    def log_or_neg_inf(x):
+        return math.log(x) if x > 0.0 else NEG_INF
+
+    @jit
+    def draw_rule(rs, lohi, j, k, wsplit, ib, base):
+        """A rule for node ``k`` of tree ``j`` from its prior (a column in proportion to its weight among those
+        with a valid cut there, then a cut uniform among the valid ones) into ``ib[base + N_VAR / N_CUT]``."""
+        p = wsplit.shape[0]
+        total = avail_tab(lohi, j, k, wsplit)
+        u = rng_uniform(rs) * total
+        acc = 0.0
+        v = -1
+        for w in range(p):
+            if wsplit[w] > 0.0 and lohi[j, k, 1, w] > lohi[j, k, 0, w]:
+                acc += wsplit[w]
+                v = w
+                if u < acc:
+                    break
+        lo = lohi[j, k, 0, v]
+        ib[base + N_VAR] = v
+        ib[base + N_CUT] = lo + rng_below(rs, lohi[j, k, 1, v] - lo)
+
+    @jit
+    def nth_node(ints, used, lwav, j, tj, what, idx):
+        """The ``idx``-th slot (in slot order) of tree ``j`` that is growable (``what`` 0), a parent of two
+        leaves (1), internal (2) or internal and not the root (3)."""
+        for q in range(tj):
+            if used[j, q] == 0:
+                continue
+            if what == 0:
+                hit = ints[j, q, LEFT] < 0 and lwav[j, q] > NEG_INF
+            elif what == 1:
+                hit = is_nog(ints, used, j, q)
+            elif what == 2:
+                hit = ints[j, q, LEFT] >= 0
+            else:
+                hit = ints[j, q, LEFT] >= 0 and q != 0
+            if hit:
+                if idx == 0:
+                    return q
+                idx -= 1
+        return -1
+
+    @jit
     def pre_tree(rs, ints, lohi, val, lwav, used, top, j, prm, wsplit, ib, fb, prop):
-        """Draw tree ``j``'s proposal from its node table; write it and ``j``'s leaf values into ``ib``/``fb``
-        and zero the outputs. ``prop`` keeps ``g``, ``nog`` and ``log P(move)`` for :func:`post_tree`."""
+        """Draw tree ``j``'s proposal from its node table; write it (kind, node, site) and ``j``'s leaf values into
+        ``ib``/``fb`` and zero the outputs. ``prop`` keeps ``g``, ``nog`` and ``log P(move)`` for :func:`post_tree`.
+
+        The move is a grow, prune, change or swap with the probabilities in ``prm`` (a root-only tree grows), as
+        the CPU's ``engine/updates/mh.py`` draws it. A change or swap at a node whose subtree has more than
+        ``prm[P_SUBCAP]`` nodes leaves the tree as it is: the moves keep every tree's shape, so that subtree has
+        the same size after them and the restriction is symmetric (the chain stays exact)."""
         p = wsplit.shape[0]
         tj = top[j]
         g = 0
         nog = 0
+        n_int = 0
         for q in range(tj):
-            if growable(ints, used, lwav, j, q):
-                g += 1
-            elif is_nog(ints, used, j, q):
-                nog += 1
-        pgrow = prm[P_PGROW]
+            if used[j, q] != 0:
+                if ints[j, q, LEFT] < 0:
+                    if lwav[j, q] > NEG_INF:
+                        g += 1
+                else:
+                    n_int += 1
+                    if is_nog(ints, used, j, q):
+                        nog += 1
+        pg = prm[P_PGROW]
+        pp = prm[P_PPRUNE]
+        cap = np.int64(prm[P_SUBCAP])
         kind = NONE
         k = -1
-        v = -1
-        c = -1
         log_pmove = 0.0
+        at = I_SITE
+        nodes = at + S_NODES
+        ib[at + S_N] = 0
         if ints[j, 0, LEFT] < 0:
             kind = GROW
-        elif rng_uniform(rs) < pgrow:
-            kind = GROW
-            log_pmove = math.log(pgrow)
         else:
-            kind = PRUNE
-            log_pmove = math.log(1.0 - pgrow)
+            u = rng_uniform(rs)
+            if u < pg:
+                kind = GROW
+                log_pmove = math.log(pg)
+            elif u - pg < pp:
+                kind = PRUNE
+                log_pmove = math.log(pp)
+            elif u - pg - pp < prm[P_PCHANGE]:
+                kind = CHANGE
+            else:
+                kind = SWAP
         if kind == GROW:
             if g == 0:
                 kind = NONE
             else:
-                idx = rng_below(rs, g)
-                for q in range(tj):
-                    if growable(ints, used, lwav, j, q):
-                        if idx == 0:
-                            k = q
-                            break
-                        idx -= 1
-                total = 0.0
-                for w in range(p):
-                    if wsplit[w] > 0.0 and lohi[j, k, 1, w] > lohi[j, k, 0, w]:
-                        total += wsplit[w]
-                u = rng_uniform(rs) * total
-                acc = 0.0
-                for w in range(p):
-                    if wsplit[w] > 0.0 and lohi[j, k, 1, w] > lohi[j, k, 0, w]:
-                        acc += wsplit[w]
-                        v = w
-                        if u < acc:
-                            break
-                lo = lohi[j, k, 0, v]
-                c = lo + rng_below(rs, lohi[j, k, 1, v] - lo)
+                k = nth_node(ints, used, lwav, j, tj, 0, rng_below(rs, g))
+                for w in range(MASKW):
+                    ib[at + S_MASK + w] = 0
+                mask_set(ib, at, k)
+                draw_rule(rs, lohi, j, k, wsplit, ib, nodes)
+                ib[nodes + N_LEFT] = 1
+                ib[nodes + N_RIGHT] = 2
+                ib[nodes + N_SLOT] = k
+                for q in range(1, 3):
+                    base = nodes + S_FIELDS * q
+                    ib[base + N_VAR] = -1
+                    ib[base + N_CUT] = -1
+                    ib[base + N_LEFT] = -1
+                    ib[base + N_RIGHT] = -1
+                    ib[base + N_SLOT] = -1
+                ib[at + S_N] = 3
         elif kind == PRUNE:
             if nog == 0:
                 kind = NONE
             else:
-                idx = rng_below(rs, nog)
-                for q in range(tj):
-                    if is_nog(ints, used, j, q):
-                        if idx == 0:
-                            k = q
-                            break
-                        idx -= 1
+                k = nth_node(ints, used, lwav, j, tj, 1, rng_below(rs, nog))
+        elif kind == CHANGE:
+            k = nth_node(ints, used, lwav, j, tj, 2, rng_below(rs, n_int))
+            if site_of(ints, j, k, ib, at, cap) < 0:
+                kind = NONE
+            else:
+                draw_rule(rs, lohi, j, k, wsplit, ib, nodes)
+                if ib[nodes + N_VAR] == ints[j, k, VAR] and ib[nodes + N_CUT] == ints[j, k, CUT]:
+                    kind = NONE  # the tree as it is: nothing to score
+        else:  # SWAP: a parent's rule with its internal child's (with both children's when they share a rule)
+            if n_int <= 1:
+                kind = NONE
+            else:
+                ch = nth_node(ints, used, lwav, j, tj, 3, rng_below(rs, n_int - 1))
+                k = ints[j, ch, PARENT]
+                if site_of(ints, j, k, ib, at, cap) < 0:
+                    kind = NONE
+                else:
+                    c1 = nodes + S_FIELDS
+                    c2 = nodes + 2 * S_FIELDS
+                    cq = c1 if ints[j, k, LEFT] == ch else c2
+                    pv = ib[nodes + N_VAR]
+                    pc = ib[nodes + N_CUT]
+                    ib[nodes + N_VAR] = ib[cq + N_VAR]
+                    ib[nodes + N_CUT] = ib[cq + N_CUT]
+                    if (ib[c1 + N_LEFT] >= 0 and ib[c2 + N_LEFT] >= 0 and ib[c1 + N_VAR] == ib[c2 + N_VAR]
+                            and ib[c1 + N_CUT] == ib[c2 + N_CUT]):
+                        ib[c1 + N_VAR] = pv
+                        ib[c1 + N_CUT] = pc
+                        ib[c2 + N_VAR] = pv
+                        ib[c2 + N_CUT] = pc
+                    else:
+                        ib[cq + N_VAR] = pv
+                        ib[cq + N_CUT] = pc
+        if kind == NONE or kind == PRUNE:
+            ib[at + S_N] = 0
         ib[I_J] = j
         ib[I_KIND] = kind
         ib[I_K] = k
-        ib[I_V] = v
-        ib[I_C] = c
         ib[I_TOP] = tj
-        ib[I_NL] = 0
-        for w in range(p):
-            ib[I_RANGE + w] = INT_BIG
-            ib[I_RANGE + p + w] = -1
-            ib[I_RANGE + 2 * p + w] = INT_BIG
-            ib[I_RANGE + 3 * p + w] = -1
+        for q in range(ib[at + S_N]):
+            ib[I_CNT + q] = 0
+            fb[F_SSUM + q] = 0.0
+            if ib[nodes + S_FIELDS * q + N_LEFT] < 0:  # the pass bounds the leaves; the decision the rest
+                for w in range(p):
+                    ib[I_RANGE + 2 * p * q + w] = INT_BIG
+                    ib[I_RANGE + 2 * p * q + p + w] = -1
         for q in range(tj):
             fb[F_CUR + q] = val[j, q]
             fb[F_SUM + q] = 0.0
-        fb[F_LEFT] = 0.0
         fb[F_SSR] = 0.0
         prop[0] = g
         prop[1] = nog
@@ -280,20 +469,74 @@ def build(jit):
         return -1
 
     @jit
-    def set_child(ints, lohi, cnt, lwav, used, fb, ib, j, child, k, depth, n_c, s_c, lw_c, off, p):
-        used[j, child] = 1
-        ints[j, child, VAR] = -1
-        ints[j, child, CUT] = -1
-        ints[j, child, LEFT] = -1
-        ints[j, child, RIGHT] = -1
-        ints[j, child, PARENT] = k
-        ints[j, child, DEPTH] = depth
-        cnt[j, child] = n_c
-        fb[F_SUM + child] = s_c
-        lwav[j, child] = lw_c
+    def store_site_node(ints, lohi, cnt, lwav, fb, ib, j, q, wsplit):
+        """Site node ``q`` as scored into tree ``j``'s node table: its rule, rows, code ranges and available
+        weight (and a leaf's sum, for its draw)."""
+        p = wsplit.shape[0]
+        base = I_SITE + S_NODES + S_FIELDS * q
+        s = ib[base + N_SLOT]
+        ints[j, s, VAR] = ib[base + N_VAR]
+        ints[j, s, CUT] = ib[base + N_CUT]
+        cnt[j, s] = ib[I_CNT + q]
         for w in range(p):
-            lohi[j, child, 0, w] = ib[I_RANGE + off + w]
-            lohi[j, child, 1, w] = ib[I_RANGE + off + p + w]
+            lohi[j, s, 0, w] = ib[I_RANGE + 2 * p * q + w]
+            lohi[j, s, 1, w] = ib[I_RANGE + 2 * p * q + p + w]
+        lwav[j, s] = log_or_neg_inf(avail_out(ib, q, wsplit))
+        if ib[base + N_LEFT] < 0:
+            fb[F_SUM + s] = fb[F_SSUM + q]
+
+    @jit
+    def rule_log_prior(wv, avail, n_cuts):
+        return math.log(wv) - math.log(avail) - math.log(n_cuts)
+
+    @jit
+    def site_log_ratio(ints, lohi, cnt, lwav, j, prm, wsplit, ib, fb, top_rule):
+        """log posterior of the proposed site over the current subtree, the terms that differ: each leaf's
+        prior factor and integrated likelihood, each split's rule probability (the top one's only when
+        ``top_rule``: a change draws it from its prior, which cancels it). The split factors ``p_split(d)``
+        cancel (the moves keep the shape). The site's internal counts and ranges must be filled in."""
+        p = wsplit.shape[0]
+        s2 = prm[P_SIGMA2]
+        lp = 0.0
+        for q in range(ib[I_SITE + S_N]):
+            base = I_SITE + S_NODES + S_FIELDS * q
+            s = ib[base + N_SLOT]
+            d = ints[j, s, DEPTH]
+            if ib[base + N_LEFT] >= 0:
+                if q > 0 or top_rule:
+                    vn = ib[base + N_VAR]
+                    rq = I_RANGE + 2 * p * q
+                    lp += rule_log_prior(wsplit[vn], avail_out(ib, q, wsplit), ib[rq + p + vn] - ib[rq + vn])
+                    vo = ints[j, s, VAR]
+                    lp -= rule_log_prior(wsplit[vo], avail_tab(lohi, j, s, wsplit),
+                                         lohi[j, s, 1, vo] - lohi[j, s, 0, vo])
+            else:
+                lp += (leaf_log_prior(prm, d, log_or_neg_inf(avail_out(ib, q, wsplit)))
+                       + leaf_loglik(prm, ib[I_CNT + q] / s2, fb[F_SSUM + q] / s2))
+                lp -= leaf_log_prior(prm, d, lwav[j, s]) + leaf_loglik(prm, cnt[j, s] / s2, fb[F_SUM + s] / s2)
+        return lp
+
+    @jit
+    def fill_site(ib, p):
+        """The site's internal nodes' row counts and code ranges from their leaves' (children after parents, so
+        backwards); returns False when a leaf has no rows (a split with an empty side: prior zero)."""
+        valid = True
+        for q in range(ib[I_SITE + S_N] - 1, -1, -1):
+            base = I_SITE + S_NODES + S_FIELDS * q
+            a = ib[base + N_LEFT]
+            if a >= 0:
+                b = ib[base + N_RIGHT]
+                ib[I_CNT + q] = ib[I_CNT + a] + ib[I_CNT + b]
+                for e in range(2 * p):
+                    x = ib[I_RANGE + 2 * p * a + e]
+                    y = ib[I_RANGE + 2 * p * b + e]
+                    if e < p:
+                        ib[I_RANGE + 2 * p * q + e] = x if x < y else y
+                    else:
+                        ib[I_RANGE + 2 * p * q + e] = x if x > y else y
+            elif ib[I_CNT + q] == 0:
+                valid = False
+        return valid
 
     @jit
     def decide(rs, ints, lohi, cnt, val, lwav, used, top, j, prm, wsplit, ib, fb, prop):
@@ -307,31 +550,25 @@ def build(jit):
         g = prop[0]
         nog = prop[1]
         log_pmove = prop[2]
-        pgrow = prm[P_PGROW]
+        pg = prm[P_PGROW]
+        pp = prm[P_PPRUNE]
         accepted = 0
         a = -1
         b = -1
         tj = top[j]
+        nodes = I_SITE + S_NODES
         for q in range(tj):  # old values of tree j, for the pending change
             fb[F_OLD + q] = val[j, q]
         if kind == GROW:
             d = ints[j, k, DEPTH]
-            nl = ib[I_NL]
-            sl = fb[F_LEFT]
+            nl = ib[I_CNT + 1]
+            sl = fb[F_SSUM + 1]
+            nr = ib[I_CNT + 2]
+            sr = fb[F_SSUM + 2]
             nk = cnt[j, k]
             sk = fb[F_SUM + k]
-            nr = nk - nl
-            sr = sk - sl
-            tl = 0.0
-            tr = 0.0
-            for w in range(p):
-                if wsplit[w] > 0.0:
-                    if ib[I_RANGE + p + w] > ib[I_RANGE + w]:
-                        tl += wsplit[w]
-                    if ib[I_RANGE + 3 * p + w] > ib[I_RANGE + 2 * p + w]:
-                        tr += wsplit[w]
-            lw_l = math.log(tl) if tl > 0.0 else NEG_INF
-            lw_r = math.log(tr) if tr > 0.0 else NEG_INF
+            lw_l = log_or_neg_inf(avail_out(ib, 1, wsplit))
+            lw_r = log_or_neg_inf(avail_out(ib, 2, wsplit))
             dlik = (leaf_loglik(prm, nl / s2, sl / s2) + leaf_loglik(prm, nr / s2, sr / s2)
                     - leaf_loglik(prm, nk / s2, sk / s2))
             dprior = (log_psplit(prm, d) + leaf_log_prior(prm, d + 1, lw_l)
@@ -340,24 +577,29 @@ def build(jit):
             nog_new = nog + 1
             if par >= 0 and is_nog(ints, used, j, par):
                 nog_new -= 1
-            log_r = dprior + dlik + (math.log(1.0 - pgrow) - math.log(nog_new)) - (log_pmove - math.log(g))
+            log_r = dprior + dlik + (math.log(pp) - math.log(nog_new)) - (log_pmove - math.log(g))
             if math.log(1.0 - rng_uniform(rs)) < log_r:
                 a = free_slot(used, j, 0)
                 b = free_slot(used, j, a) if a >= 0 else -1
                 if b < 0:
                     return -1
                 accepted = 1
-                ints[j, k, VAR] = ib[I_V]
-                ints[j, k, CUT] = ib[I_C]
+                ints[j, k, VAR] = ib[nodes + N_VAR]
+                ints[j, k, CUT] = ib[nodes + N_CUT]
                 ints[j, k, LEFT] = a
                 ints[j, k, RIGHT] = b
-                set_child(ints, lohi, cnt, lwav, used, fb, ib, j, a, k, d + 1, nl, sl, lw_l, 0, p)
-                set_child(ints, lohi, cnt, lwav, used, fb, ib, j, b, k, d + 1, nr, sr, lw_r, 2 * p, p)
+                ib[nodes + S_FIELDS + N_SLOT] = a
+                ib[nodes + 2 * S_FIELDS + N_SLOT] = b
+                for q in range(1, 3):
+                    c = a if q == 1 else b
+                    used[j, c] = 1
+                    ints[j, c, LEFT] = -1
+                    ints[j, c, RIGHT] = -1
+                    ints[j, c, PARENT] = k
+                    ints[j, c, DEPTH] = d + 1
+                    store_site_node(ints, lohi, cnt, lwav, fb, ib, j, q, wsplit)
                 if b + 1 > tj:
                     tj = b + 1
-                    top[j] = tj
-                if a + 1 > tj:
-                    tj = a + 1
                     top[j] = tj
         elif kind == PRUNE:
             a = ints[j, k, LEFT]
@@ -376,7 +618,7 @@ def build(jit):
                 g_new -= 1
             if lwav[j, b] > NEG_INF:
                 g_new -= 1
-            log_pgrow_new = 0.0 if k == 0 else math.log(pgrow)
+            log_pgrow_new = 0.0 if k == 0 else math.log(pg)
             if wrong == WRONG_PRUNE_RATIO:  # the proposal ratio left out
                 log_r = -(dprior + dlik)
             else:
@@ -392,6 +634,18 @@ def build(jit):
                 fb[F_SUM + k] = sa + sb
                 cnt[j, k] = na + nb
                 # the freed slots keep their old values until the next pass has moved their rows
+        elif kind == CHANGE or kind == SWAP:
+            top_rule = kind == SWAP
+            if wrong == WRONG_CHANGE_TOP_RULE and kind == CHANGE:
+                top_rule = True
+            if wrong == WRONG_SWAP_NO_TOP_RULE and kind == SWAP:
+                top_rule = False
+            if fill_site(ib, p):  # else rejected, no uniform drawn (as the CPU's moves)
+                log_r = site_log_ratio(ints, lohi, cnt, lwav, j, prm, wsplit, ib, fb, top_rule)
+                if math.log(1.0 - rng_uniform(rs)) < log_r:
+                    accepted = 1
+                    for q in range(ib[I_SITE + S_N]):
+                        store_site_node(ints, lohi, cnt, lwav, fb, ib, j, q, wsplit)
         # leaves from their Normal-Normal conditional, in slot order
         s2mu = prm[P_S2MU]
         mu0 = prm[P_MU0]
@@ -401,14 +655,27 @@ def build(jit):
                 S = fb[F_SUM + q] / s2
                 prec = W + 1.0 / s2mu
                 val[j, q] = (S + mu0 / s2mu) / prec + rng_normal(rs) / math.sqrt(prec)
-        # pending change for the next pass; fb[F_NEW] of the pruned children: their old value (no row stays)
+        # pending change for the next pass: the rows it moves and where (the pruned children: to their parent);
+        # fb[F_NEW] of the pruned children is their old value (no row stays there)
         ib[I_JP] = j
-        ib[I_PKIND] = kind if accepted == 1 else NONE
-        ib[I_PK] = k
-        ib[I_PV] = ib[I_V]
-        ib[I_PC] = ib[I_C]
-        ib[I_PA] = a
-        ib[I_PB] = b
+        pend = I_PSITE
+        if accepted == 1 and kind == PRUNE:
+            for w in range(MASKW):
+                ib[pend + S_MASK + w] = 0
+            mask_set(ib, pend, a)
+            mask_set(ib, pend, b)
+            base = pend + S_NODES
+            ib[base + N_VAR] = -1
+            ib[base + N_CUT] = -1
+            ib[base + N_LEFT] = -1
+            ib[base + N_RIGHT] = -1
+            ib[base + N_SLOT] = k
+            ib[pend + S_N] = 1
+        elif accepted == 1:
+            for e in range(S_NODES + S_FIELDS * ib[I_SITE + S_N]):
+                ib[pend + e] = ib[I_SITE + e]
+        else:
+            ib[pend + S_N] = 0
         for q in range(tj):
             fb[F_NEW + q] = val[j, q]
         if accepted == 1 and kind == PRUNE:
@@ -430,7 +697,9 @@ def build(jit):
 
     return types.SimpleNamespace(rng_next=rng_next, rng_uniform=rng_uniform, rng_below=rng_below,
                                  rng_normal=rng_normal, rng_gamma=rng_gamma, pre_tree=pre_tree,
-                                 post_tree=post_tree, decide=decide)
+                                 post_tree=post_tree, decide=decide, mask_has=mask_has,
+                                 site_descend=site_descend)
+
 
 
 HOST = build(numba.njit(cache=True))
@@ -461,29 +730,31 @@ def init_state(ints, lohi, cnt, val, lwav, used, top, root_lo, root_hi, n, value
         lwav[j, 0] = lw
 
 
+_mask_has, _site_descend = HOST.mask_has, HOST.site_descend
+
+
 @numba.njit(cache=True)
 def row_pass_cpu(codes, leaf, r, ibp, fbp, ib, fb):
     """The CPU twin of the device's row pass: apply the pending change of tree ``ibp[I_JP]`` (from the buffer
-    row ``ibp``/``fbp``) to every row (its leaf slot and the residual), then sum tree ``ib[I_J]``'s rows per
-    leaf, with its current fit added back, and the proposal's left child and code ranges (into ``ib``/``fb``;
-    the flush passes the pending row for both, with ``I_J`` = -1)."""
+    row ``ibp``/``fbp``: a row whose leaf is in the pending site's mask descends that site to its new leaf; the
+    residual moves by the old minus the new value) to every row, then sum tree ``ib[I_J]``'s rows per leaf with
+    its current fit added back, and those in the proposal's site's mask per site leaf, with their code ranges
+    (into ``ib``/``fb``; the flush passes the pending row for both, with ``I_J`` = -1)."""
     p = codes.shape[0]
     n = codes.shape[1]
     jp = ibp[I_JP]
-    pkind = ibp[I_PKIND]
+    n_pend = ibp[I_PSITE + S_N] if jp >= 0 else 0
     j = ib[I_J]
-    kind = ib[I_KIND]
+    n_site = ib[I_SITE + S_N] if j >= 0 else 0
     ssr = 0.0
     for i in range(n):
         ri = r[i]
         if jp >= 0:
             lo = np.int64(leaf[jp, i])
             ln = lo
-            if pkind == GROW and lo == ibp[I_PK]:
-                ln = ibp[I_PA] if codes[ibp[I_PV], i] <= ibp[I_PC] else ibp[I_PB]
-                leaf[jp, i] = ln
-            elif pkind == PRUNE and (lo == ibp[I_PA] or lo == ibp[I_PB]):
-                ln = ibp[I_PK]
+            if n_pend > 0 and _mask_has(ibp, I_PSITE, lo):
+                q = _site_descend(codes, ibp, I_PSITE, i)
+                ln = ibp[I_PSITE + S_NODES + S_FIELDS * q + N_SLOT]
                 leaf[jp, i] = ln
             ri = ri + fbp[F_OLD + lo] - fbp[F_NEW + ln]
             r[i] = ri
@@ -492,19 +763,17 @@ def row_pass_cpu(codes, leaf, r, ibp, fbp, ib, fb):
             l = np.int64(leaf[j, i])
             x = ri + fb[F_CUR + l]
             fb[F_SUM + l] += x
-            if kind == GROW and l == ib[I_K]:
-                off = 0
-                if codes[ib[I_V], i] <= ib[I_C]:
-                    ib[I_NL] += 1
-                    fb[F_LEFT] += x
-                else:
-                    off = 2 * p
+            if n_site > 0 and _mask_has(ib, I_SITE, l):
+                q = _site_descend(codes, ib, I_SITE, i)
+                ib[I_CNT + q] += 1
+                fb[F_SSUM + q] += x
+                base = I_RANGE + 2 * p * q
                 for w in range(p):
                     cw = np.int32(codes[w, i])
-                    if cw < ib[I_RANGE + off + w]:
-                        ib[I_RANGE + off + w] = cw
-                    if cw > ib[I_RANGE + off + p + w]:
-                        ib[I_RANGE + off + p + w] = cw
+                    if cw < ib[base + w]:
+                        ib[base + w] = cw
+                    if cw > ib[base + p + w]:
+                        ib[base + p + w] = cw
     fb[F_SSR] = ssr
 
 

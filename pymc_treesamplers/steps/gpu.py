@@ -1,6 +1,7 @@
-"""The GPU backend of :class:`~pymc_treesamplers.steps.mh.GrowPruneStep` (``backend="cuda"``, issue 32 item 2):
-the exact Gaussian grow/prune sweep of :mod:`pymc_treesamplers.gpu` as the step's sweep, its state kept on the
-device across draws (docs/gpu.md).
+"""The GPU backend of the MH tree steps, :class:`~pymc_treesamplers.steps.mh.GrowPruneStep` and
+:class:`~pymc_treesamplers.steps.mh.CGMStep` (``backend="cuda"``, issue 32 item 2): the exact Gaussian sweep of
+:mod:`pymc_treesamplers.gpu` with the step's move probabilities, its state kept on the device across draws
+(docs/gpu.md).
 
 Each draw, :meth:`DeviceSweep.draw`:
 
@@ -84,9 +85,9 @@ def _first_sum(mu0: float, m: int) -> float:
 
 
 class DeviceSweep:
-    """The device side of one ``GrowPruneStep(backend="cuda")``: the checks, the per-chain sweep object
-    (:class:`~pymc_treesamplers.gpu.device.GrowPruneGPU`, made at a chain's first draw with the chain's
-    generator) and the per-draw exchange (module docstring)."""
+    """The device side of one ``GrowPruneStep(backend="cuda")`` or ``CGMStep(backend="cuda")``: the checks, the
+    per-chain sweep object (:class:`~pymc_treesamplers.gpu.device.GrowPruneGPU`, made at a chain's first draw with
+    the chain's generator and the step's move probabilities) and the per-draw exchange (module docstring)."""
 
     def __init__(self, step, backend: str):
         self.backend = backend
@@ -158,7 +159,7 @@ class DeviceSweep:
         prior = step.prior
         self.sweep = GrowPruneGPU(step.data.codes, z, m=step.m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
                                   sigma_mu=math.sqrt(prior.s2), fixed_sigma2=s2, split_weights=self.wsplit,
-                                  rng=step.rng, dtype=np.float64,
+                                  rng=step.rng, dtype=np.float64, move_probs=step.move_probs,
                                   backend="cuda" if self.backend == "cuda" else "cpu")
         self.z = z
         ints, _, used = self.sweep.tables()

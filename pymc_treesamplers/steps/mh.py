@@ -14,58 +14,13 @@ from .gpu import DeviceSweep, _first_sum, check_backend
 
 
 class _MHStep(BaseTreeStep):
+    """The MH tree steps' common part: the move mixture's scratch, and the ``backend`` option (the sweep on the
+    CPU kernels, or on the GPU, :mod:`.gpu`)."""
+
     move_probs: np.ndarray
-
-    def _new_scratch(self, codes, m):
-        return new_mh_scratch(self.move_probs, codes.shape[0], codes.shape[1], m)
-
-
-class GrowPruneStep(_MHStep):
-    """Grow/prune Metropolis-Hastings on every tree per draw (the move set of BART, dbarts, stochtree).
-
-    Exact, but it cannot change a split without first pruning it away, which can take
-    exponentially long when the data support the split (prefer :class:`CGMStep`).
-
-    Parameters
-    ----------
-    vars : list of one BART variable, optional
-        Defaults to the model's BART variable.
-    threads : int, default 1
-        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
-        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
-    route : {"auto", "expand"}, default "auto"
-        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
-        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
-        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
-        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
-        every family. Both are exact.
-    backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
-        Where the sweep runs. ``"cuda"``: on one NVIDIA GPU (``pip install 'pymc-treesamplers[gpu]'``,
-        docs/gpu.md), the rows and trees kept on the device across draws; only the exact Gaussian route (a
-        Normal likelihood whose mean is affine in the BART value, one sigma for all rows; sigma keeps its own
-        step), a BART vector, at most 32 split columns, no ``split_prior``, ``threads=1``; anything else is
-        refused when the step is built. The same posterior, priors, split coding and stored forests as
-        ``"cpu"`` (a different random stream). ``"cuda-twin"``: the GPU sweep's CPU twin (the device's
-        decision code and random stream on the CPU, one thread; the draws of ``"cuda"``), for tests.
-    warm_start : int, default 0
-        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
-        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
-        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
-        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
-    model, initial_point, compile_kwargs, blocked, rng
-        As for PyMC's own step methods.
-
-    Examples
-    --------
-    >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu])])
-    >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu], backend="cuda"), pmt.NormalScaleGibbs([sigma])])
-    """
-
-    name = "growprune"
 
     def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", backend: str = "cpu",
                  warm_start: int = 0, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
-        self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
         self.backend = check_backend(backend, threads)
         if self.backend != "cpu" and warm_start:
             raise ValueError(f"warm_start is not available with backend={backend!r} (the grow-from-root sweep runs on "
@@ -75,6 +30,9 @@ class GrowPruneStep(_MHStep):
                          initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
         if self.backend != "cpu":
             self._device = DeviceSweep(self, self.backend)
+
+    def _new_scratch(self, codes, m):
+        return new_mh_scratch(self.move_probs, codes.shape[0], codes.shape[1], m)
 
     # backend="cuda": the sweep and its state live in self._device (steps/gpu.py); no CPU forest, no CPU kernels
 
@@ -126,6 +84,57 @@ class GrowPruneStep(_MHStep):
         return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
 
 
+
+
+class GrowPruneStep(_MHStep):
+    """Grow/prune Metropolis-Hastings on every tree per draw (the move set of BART, dbarts, stochtree).
+
+    Exact, but it cannot change a split without first pruning it away, which can take
+    exponentially long when the data support the split (prefer :class:`CGMStep`).
+
+    Parameters
+    ----------
+    vars : list of one BART variable, optional
+        Defaults to the model's BART variable.
+    threads : int, default 1
+        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
+        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
+    route : {"auto", "expand"}, default "auto"
+        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
+        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
+        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
+        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
+        every family. Both are exact.
+    backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
+        Where the sweep runs. ``"cuda"``: on one NVIDIA GPU (``pip install 'pymc-treesamplers[gpu]'``,
+        docs/gpu.md), the rows and trees kept on the device across draws; only the exact Gaussian route (a
+        Normal likelihood whose mean is affine in the BART value, one sigma for all rows; sigma keeps its own
+        step), a BART vector, at most 32 split columns, no ``split_prior``, ``threads=1``; anything else is
+        refused when the step is built. The same posterior, priors, split coding and stored forests as
+        ``"cpu"`` (a different random stream). ``"cuda-twin"``: the GPU sweep's CPU twin (the device's
+        decision code and random stream on the CPU, one thread; the draws of ``"cuda"``), for tests.
+    warm_start : int, default 0
+        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
+        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
+        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
+        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
+    model, initial_point, compile_kwargs, blocked, rng
+        As for PyMC's own step methods.
+
+    Examples
+    --------
+    >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu])])
+    >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu], backend="cuda"), pmt.NormalScaleGibbs([sigma])])
+    """
+
+    name = "growprune"
+
+    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", backend: str = "cpu",
+                 warm_start: int = 0, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
+        self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
+        super().__init__(vars, threads=threads, route=route, backend=backend, warm_start=warm_start, model=model,
+                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+
 class CGMStep(_MHStep):
     """Chipman-George-McCulloch Metropolis-Hastings: grow, prune, change and swap moves.
 
@@ -147,6 +156,11 @@ class CGMStep(_MHStep):
         and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
         sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
         every family. Both are exact.
+    backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
+        Where the sweep runs, as for :class:`GrowPruneStep` (docs/gpu.md): ``"cuda"`` runs these four moves on
+        one NVIDIA GPU, with the same refusals. On the GPU a change or swap above a subtree of more than 31
+        nodes leaves the tree as it is (exact: the moves keep the tree's shape, so the restriction is
+        symmetric).
     warm_start : int, default 0
         Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
         first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
@@ -158,6 +172,7 @@ class CGMStep(_MHStep):
     Examples
     --------
     >>> # idata = pm.sample(step=[pmt.CGMStep([mu], move_probs=(0.3, 0.3, 0.3, 0.1))])
+    >>> # idata = pm.sample(step=[pmt.CGMStep([mu], backend="cuda"), pmt.NormalScaleGibbs([sigma])])
     """
 
     name = "cgm"
@@ -174,6 +189,7 @@ class CGMStep(_MHStep):
         rng=None,
         threads: int = 1,
         route: str = "auto",
+        backend: str = "cpu",
         warm_start: int = 0,
     ):
         try:
@@ -187,5 +203,5 @@ class CGMStep(_MHStep):
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
-        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
+        super().__init__(vars, threads=threads, route=route, backend=backend, warm_start=warm_start, model=model,
                          initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
