@@ -860,6 +860,22 @@ def fit_from_slots(leaf, val, out):
 
 
 @numba.njit(cache=True)
+def moved_by(z, z_old):
+    """``(max |z - z_old|, max |z_old|)`` in one pass (the step's test of whether the pseudo-data moved, at
+    10^6 rows a few milliseconds less per draw than numpy's four passes and two temporaries)."""
+    d = 0.0
+    a = 0.0
+    for i in range(z.shape[0]):
+        e = abs(z[i] - z_old[i])
+        if e > d:
+            d = e
+        e = abs(z_old[i])
+        if e > a:
+            a = e
+    return d, a
+
+
+@numba.njit(cache=True)
 def shift_residual(r, dz):
     """``r += dz`` (the pseudo-data moved by ``dz``: the residual moves with it)."""
     for i in range(r.shape[0]):

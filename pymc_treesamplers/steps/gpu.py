@@ -5,9 +5,9 @@
 
 Each draw, :meth:`DeviceSweep.draw`:
 
-1. asks the step's working model for the exact Gaussian pseudo-data at the current BART value (the same
-   ``sweep_input`` the CPU step uses): ``z`` and one weight ``w = 1 / sigma^2`` for every row; sigma^2 comes
-   from the model's point, so the noise scale keeps its own step (``NormalScaleGibbs`` or NUTS);
+1. asks the step's working model for the exact Gaussian pseudo-data at the current BART value (those the
+   CPU step's ``sweep_input`` makes its residual of): ``z`` and one weight ``w = 1 / sigma^2`` for every row;
+   sigma^2 comes from the model's point, so the noise scale keeps its own step (``NormalScaleGibbs`` or NUTS);
 2. sets that sigma^2 on the device (the sweep's fixed-sigma mode), and, when the pseudo-data moved (another term
    of the Normal mean, e.g. an intercept, changed), moves the device residual by ``dz`` (the one upload);
 3. runs one sweep over the ``m`` trees on the device;
@@ -127,16 +127,17 @@ class DeviceSweep:
                 else ""
             raise ValueError(f"{b}: X of the BART variable {name!r} has {p_cols} split columns{more}; the GPU sweep "
                              f"handles at most {PMAX}: use backend='cpu'")
-        self.sigma2(step.outputs[0].working.sweep_input(step.f[0], step.rng, 1).w, step.var_name)
+        self.sigma2(np.asarray(step.outputs[0].working(step.f[0])[1], dtype=np.float64), step.var_name)
 
     def sigma2(self, w: np.ndarray, name: str) -> float:
         """The one noise variance of the pseudo-data's weights ``w`` (refused if the rows differ)."""
         w0 = float(w[0]) if w.size else 0.0
-        if not (w0 > 0.0 and np.isfinite(w0)) or np.abs(w - w0).max() > 1e-12 * w0:
+        lo, hi = (float(w.min()), float(w.max())) if w.size else (0.0, 0.0)
+        if not (w0 > 0.0 and np.isfinite(w0)) or max(hi - w0, w0 - lo) > 1e-12 * w0:
             raise ValueError(
                 f"backend={self.backend!r}: the Normal likelihood of {name!r} must have one sigma (and one slope of "
                 "the mean in the BART value) for every row: the GPU sweep has a single noise variance. Per-row "
-                f"weights are not supported (here from {float(w.min()):.3g} to {float(w.max()):.3g}): use "
+                f"weights are not supported (here from {lo:.3g} to {hi:.3g}): use "
                 "backend='cpu'")
         return 1.0 / w0
 
@@ -168,17 +169,20 @@ class DeviceSweep:
     # ------------------------------------------------------------------------------------------ draw
     def draw(self, step) -> tuple[np.ndarray, dict, np.ndarray]:
         """One sweep at the step's current BART value and the model's point: ``(fit, stats, changed)``."""
-        f = step.f[0]
-        ps = step.outputs[0].working.sweep_input(f, step.rng, 1)
-        s2 = self.sigma2(ps.w, step.var_name)
-        z = ps.r + f
+        from ..gpu.host import moved_by
+
+        # the pseudo-data themselves (the CPU step's sweep_input makes the residual z - f of them, which the
+        # device keeps on its own)
+        z, w = step.outputs[0].working(step.f[0])
+        z = np.asarray(z, dtype=np.float64)
+        s2 = self.sigma2(np.asarray(w, dtype=np.float64), step.var_name)
         if self.sweep is None:
             self._start(step, z, s2)
         else:
             self.sweep.set_sigma2(s2)
-            dz = z - self.z
-            if np.abs(dz).max() > Z_RTOL * (1.0 + np.abs(self.z).max()):
-                self.sweep.shift_residual(dz)
+            d, size = moved_by(z, self.z)
+            if d > Z_RTOL * (1.0 + size):
+                self.sweep.shift_residual(z - self.z)
                 self.z = z
         self.sweep.sweep()
         fit = self.sweep.fit_rows()
