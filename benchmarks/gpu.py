@@ -159,7 +159,9 @@ def child_gpu(n, cfg):
 def _variants(codes, y, cfg, simulator):
     """A/B on the same device in the same process (the kernel already compiled): the default's alternatives,
     each from the same seed, 2 warm-up and 3 timed sweeps (median): ``cgm`` (CGMStep's move set: grow, prune,
-    change, swap with probabilities 0.25, 0.25, 0.4, 0.1), ``no-prefetch`` (block 0 does not load
+    change, swap with probabilities 0.25, 0.25, 0.4, 0.1), two ablations that say where a sweep's time goes
+    (``ablate:no-rows``: no block takes rows, so barriers, decisions and each block's set-up and reductions are
+    left; ``ablate:barriers-only``: a sweep's 2 m grid barriers alone), ``no-prefetch`` (block 0 does not load
     the deciding thread's node table into L1), ``blocks=SMs`` and ``blocks=SMs/2`` (fewer blocks: a cheaper
     grid barrier, more rows per thread)."""
     from numba import cuda
@@ -169,13 +171,22 @@ def _variants(codes, y, cfg, simulator):
     sms = 2 if simulator else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
     out = []
     for name, kw in (("cgm", {"move_probs": CGM_PROBS}), ("no-prefetch", {"prefetch": False}),
-                     ("blocks=SMs", {"blocks": sms}), ("blocks=SMs/2", {"blocks": max(1, sms // 2)})):
+                     ("blocks=SMs", {"blocks": sms}), ("blocks=SMs/2", {"blocks": max(1, sms // 2)}),
+                     ("ablate:no-rows", {}), ("ablate:barriers-only", {})):
         try:
             g = GrowPruneGPU(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32, **kw)
+            if name == "ablate:no-rows":
+                # no block takes rows: what is left of a sweep is its fixed cost per tree (barriers, decisions,
+                # each block's set-up and reductions); its draws mean nothing, its time says where time goes
+                g.first = g.blocks
             times = []
             for _s in range(5):
                 t = time.perf_counter()
-                g.sweep()
+                if name == "ablate:barriers-only" and g.mode == "coop":
+                    g._k_sweep(*g._sweep_args(0, 0, probe=2 * cfg["m"]))  # a sweep's grid barriers alone
+                    g.stream.synchronize()
+                else:
+                    g.sweep()
                 times.append(time.perf_counter() - t)
             out.append({"variant": name, "blocks": g.blocks, "kernel": g.kernel,
                         "s_per_sweep": float(np.median(times[2:])), "sweeps_s": times})
