@@ -161,7 +161,8 @@ def _variants(codes, y, cfg, simulator):
     each from the same seed, 2 warm-up and 3 timed sweeps (median): ``cgm`` (CGMStep's move set: grow, prune,
     change, swap with probabilities 0.25, 0.25, 0.4, 0.1), two ablations that say where a sweep's time goes
     (``ablate:no-rows``: no block takes rows, so barriers, decisions and each block's set-up and reductions are
-    left; ``ablate:barriers-only``: a sweep's 2 m grid barriers alone), ``no-prefetch`` (block 0 does not load
+    left; ``ablate:barriers-only``: a sweep's 2 m grid barriers alone), ``blocks=1x512`` at n <= 10^5 only (one
+    block: the barrier is one block's, the rows one multiprocessor's), ``no-prefetch`` (block 0 does not load
     the deciding thread's node table into L1), ``blocks=SMs`` and ``blocks=SMs/2`` (fewer blocks: a cheaper
     grid barrier, more rows per thread)."""
     from numba import cuda
@@ -172,7 +173,10 @@ def _variants(codes, y, cfg, simulator):
     out = []
     for name, kw in (("cgm", {"move_probs": CGM_PROBS}), ("no-prefetch", {"prefetch": False}),
                      ("blocks=SMs", {"blocks": sms}), ("blocks=SMs/2", {"blocks": max(1, sms // 2)}),
+                     ("blocks=1x512", {"blocks": 1, "threads_per_block": 512}),
                      ("ablate:no-rows", {}), ("ablate:barriers-only", {})):
+        if name == "blocks=1x512" and len(y) > 10**5:
+            continue  # one multiprocessor's bandwidth: only small n can gain from no grid barrier at all
         try:
             g = GrowPruneGPU(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32, **kw)
             if name == "ablate:no-rows":
