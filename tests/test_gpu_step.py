@@ -192,6 +192,25 @@ def test_predict_reproduces_mu_after_netcdf_with_missing_values(tmp_path):
     assert stats["mu_n_leaves"].values.max() > 1
 
 
+@pytest.mark.parametrize("cores", [1, 2], ids=["chains-in-turn", "chains-in-processes"])
+def test_several_chains_each_start_their_own_device_state(cores):
+    """Two chains, one after the other in this process (the step's state restored between them) or in two
+    worker processes (the step pickled without its device state): each chain makes its own sweep from its own
+    seed, so the chains differ, and each chain's stored forests reproduce its own mu."""
+    X, y = _data(n=50)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=3)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", mu, sigma, observed=y)
+        idata = pm.sample(tune=5, draws=10, chains=2, cores=cores, random_seed=4, progressbar=False,
+                          compute_convergence_checks=False,
+                          step=[pmt.CGMStep([mu], backend="cuda-twin"), pmt.NormalScaleGibbs([sigma])])
+    mu_draws = idata.posterior["mu"].values
+    assert not np.array_equal(mu_draws[0], mu_draws[1])
+    np.testing.assert_allclose(pmt.predict(idata, X, "mu"), mu_draws, rtol=0, atol=1e-12)
+    assert idata.sample_stats["mu_n_leaves"].values.max() > 1
+
+
 def _model(kind="normal"):
     X, y = _data(n=30)
     model = pm.Model()
