@@ -518,6 +518,10 @@ class GrowPruneGPU:
     >>> sigma2 = g.sweep()
     >>> g.fit().shape
     (4,)
+    >>> cgm = GrowPruneGPU(codes, np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu",
+    ...                    move_probs=(0.25, 0.25, 0.4, 0.1))  # CGMStep's moves
+    >>> cgm.sweep() > 0.0
+    True
     """
 
     def __init__(self, codes, y, m=200, alpha=0.95, beta=2.0, mu0=None, sigma_mu=None, k=2.0, sigma2_prior=None,
