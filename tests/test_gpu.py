@@ -376,3 +376,16 @@ def test_bad_options_are_refused_by_name(kwargs, match):
 
     with pytest.raises(ValueError, match=match):
         GrowPruneGPU(np.array([[0, 1, 2, 2]]), np.array([0.0, 0.1, 1.0, 1.1]), **{"backend": "cpu", **kwargs})
+
+
+def test_a_tree_past_the_node_slots_stops_with_the_way_out():
+    """A tree that needs more than MAXN node slots (a single tree on a wiggly signal, tiny noise, a prior that
+    favours deep trees) stops the sweep with an error that names the limit and the routes around it."""
+    from pymc_treesamplers.gpu.device import GrowPruneGPU
+
+    x = np.arange(600)
+    g = GrowPruneGPU((x * 256 // 600)[None, :], 10 * np.sin(x / 10.0), m=1, alpha=0.99, beta=0.0, fixed_sigma2=1e-4,
+                     rng=0, backend="cpu", dtype=np.float64)
+    with pytest.raises(RuntimeError, match=f"more than {host.MAXN} nodes.*backend='cpu'.*more trees"):
+        for _ in range(3000):
+            g.sweep()

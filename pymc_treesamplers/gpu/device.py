@@ -731,7 +731,8 @@ class GrowPruneGPU:
 
     def _raise_slots(self, err):
         raise RuntimeError(f"tree {int(err) - 1} needs more than {MAXN} nodes (the GPU sweep's limit); "
-                           "this sweep object is unusable now")
+                           "this sweep object is unusable now. Sample with backend='cpu' (no limit), or with more "
+                           "trees (m), whose trees stay smaller")
 
     def flush(self):
         """Apply the last tree's pending change to the rows (a pass with no tree), so the residual is
