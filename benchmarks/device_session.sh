@@ -2,7 +2,7 @@
 # Issue 32's measurements on the GPU machine (one H100/H200, 16 cores), in two parts that each fit one device
 # call with room to spare; docs/gpu.md "The next device session" says how to call them and what each answers.
 #
-#   bash benchmarks/device_session.sh gpu   # ~6.5 min: the GPU sweep (grow/prune; CGM as a variant; twin checks on
+#   bash benchmarks/device_session.sh gpu   # ~7.5 min: the GPU sweep (grow/prune; CGM as a variant; twin checks on
 #                                           #   hardware) against bartz at 1e5, 1e6, 1e7; pm.sample with
 #                                           #   GrowPruneStep and CGMStep on backend="cuda" at 1e6
 #   bash benchmarks/device_session.sh cpu   # ~5.5 min: the CPU sweep on 1 and 16 threads at 1e6 and 1e7, then 2, 4, 8
@@ -30,7 +30,8 @@ py=${PYTHON:-python3}
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 case $part in
   gpu)
-    timeout 330 "$py" benchmarks/gpu.py "${quick[@]}" --out "$out/gpu" --sections gpu,bartz 2>&1 | tee "$out/gpu.log"
+    timeout 350 "$py" benchmarks/gpu.py "${quick[@]}" --out "$out/gpu" --sections gpu,bartz --limit gpu=200 \
+      2>&1 | tee "$out/gpu.log"
     timeout 110 "$py" benchmarks/gpu.py "${quick[@]}" --out "$out/pm" --sections pmsample --pm-backends cgm-cuda \
       --limit pmsample=100 2>&1 | tee "$out/pm.log"
     ;;

@@ -162,18 +162,20 @@ def _variants(codes, y, cfg, simulator):
     change, swap with probabilities 0.25, 0.25, 0.4, 0.1), two ablations that say where a sweep's time goes
     (``ablate:no-rows``: no block takes rows, so barriers, decisions and each block's set-up and reductions are
     left; ``ablate:barriers-only``: a sweep's 2 m grid barriers alone), ``blocks=1x512`` at n <= 10^5 only (one
-    block: the barrier is one block's, the rows one multiprocessor's), ``no-prefetch`` (block 0 does not load
-    the deciding thread's node table into L1), ``blocks=SMs`` and ``blocks=SMs/2`` (fewer blocks: a cheaper
-    grid barrier, more rows per thread)."""
+    block: the barrier is one block's, the rows one multiprocessor's), ``blocks=SMs`` (fewer blocks: a cheaper
+    grid barrier, more rows per thread), ``barrier=cg`` (cooperative groups' grid barrier instead of the
+    atomics'), ``spin=200ns`` and ``spin=1us`` (the atomics' barrier polls less often). Run 5 measured the L1
+    prefetch (no gain) and half the multiprocessors' blocks (a loss at 10^7): not repeated."""
     from numba import cuda
 
     from pymc_treesamplers.gpu.device import GrowPruneGPU
 
     sms = 2 if simulator else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
     out = []
-    for name, kw in (("cgm", {"move_probs": CGM_PROBS}), ("no-prefetch", {"prefetch": False}),
-                     ("blocks=SMs", {"blocks": sms}), ("blocks=SMs/2", {"blocks": max(1, sms // 2)}),
+    for name, kw in (("cgm", {"move_probs": CGM_PROBS}), ("blocks=SMs", {"blocks": sms}),
                      ("blocks=1x512", {"blocks": 1, "threads_per_block": 512}),
+                     ("barrier=cg", {"barrier": "cg"}), ("spin=200ns", {"spin_ns": 200}),
+                     ("spin=1us", {"spin_ns": 1000}),
                      ("ablate:no-rows", {}), ("ablate:barriers-only", {})):
         if name == "blocks=1x512" and len(y) > 10**5:
             continue  # one multiprocessor's bandwidth: only small n can gain from no grid barrier at all

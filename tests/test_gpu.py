@@ -370,6 +370,7 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     ({"resync": 2.5}, "resync"), ({"move_probs": (0.5, 0.5, 0.5, 0.0)}, "move_probs"),
     ({"move_probs": (0.0, 0.5, 0.5, 0.0)}, "move_probs"), ({"move_probs": (0.5, 0.5)}, "move_probs"),
     ({"subtree_cap": 2}, "subtree_cap"), ({"subtree_cap": host.SUBMAX + 1}, "subtree_cap"),
+    ({"spin_ns": -1}, "spin_ns"), ({"spin_ns": 0.5}, "spin_ns"),
 ])
 def test_bad_options_are_refused_by_name(kwargs, match):
     from pymc_treesamplers.gpu.device import GrowPruneGPU

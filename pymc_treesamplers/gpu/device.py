@@ -232,7 +232,17 @@ def _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ibr, fbr, post, 
 
 
 SPIN_LIMIT = 1 << 22  # polls of a grid barrier before it gives up (seconds; a legitimate wait is < 1 ms)
-B_COUNT, B_GEN, B_ERR = 0, 1, 2  # the software barrier's words (int32)
+# the software barrier's words (int32), each in its own 128-byte line: the blocks polling the generation would
+# otherwise share the arrivals' line and slow every arrival's atomic; B_SPIN: nanoseconds a poller sleeps
+# between polls (0: none), a setting read by each barrier
+B_COUNT, B_GEN, B_ERR, B_SPIN = 0, 32, 64, 96
+N_BAR = 128
+
+
+def _barrier_words(spin_ns: int) -> np.ndarray:
+    bar = np.zeros(N_BAR, dtype=np.int32)
+    bar[B_SPIN] = spin_ns
+    return bar
 
 
 @cuda.jit(device=True)
@@ -252,11 +262,14 @@ def _soft_sync(bar):
             cuda.atomic.add(bar, B_GEN, 1)
         else:
             spins = 0
+            nap = bar[B_SPIN]
             while cuda.atomic.add(bar, B_GEN, 0) == gen:
                 spins += 1
                 if spins > SPIN_LIMIT:
                     cuda.atomic.exch(bar, B_ERR, 1)
                     break
+                if nap > 0:  # fewer polls of the line the last arrival must flip
+                    cuda.nanosleep(nap)
         cuda.threadfence()
     cuda.syncthreads()
 
@@ -504,7 +517,8 @@ class GrowPruneGPU:
     decision (a performance hint only, the draws are the same). ``move_probs``: the probabilities of proposing a
     grow, prune, change and swap (default grow/prune only; ``CGMStep``'s are ``(0.25, 0.25, 0.4, 0.1)``);
     ``subtree_cap``: a change/swap above a subtree of more nodes leaves the tree as it is (3 to ``host.SUBMAX``,
-    the most the pass scores; exact for any value, tests use small ones).
+    the most the pass scores; exact for any value, tests use small ones). ``spin_ns``: the soft grid barrier's
+    pollers sleep this long between polls (0: they poll without pause; a performance setting, the same draws).
 
     Per draw :meth:`sweep` returns sigma^2; :attr:`state` the node tables (copied from the device when
     stale), :meth:`encode` the stored forest format (``thresholds`` needed), :meth:`row_leaves` the leaf slot
@@ -528,7 +542,7 @@ class GrowPruneGPU:
                  sigma2=None, fixed_sigma2=None, split_weights=None, rng=None, dtype=np.float32, thresholds=None,
                  threads_per_block=256, blocks=None, backend="cuda", wrong=0, mode=None, rows_per_thread=8,
                  barrier="soft", prefetch=True, resync=None, move_probs=(0.5, 0.5, 0.0, 0.0),
-                 subtree_cap=host.SUBMAX):
+                 subtree_cap=host.SUBMAX, spin_ns=0):
         codes = np.ascontiguousarray(codes)
         if codes.ndim != 2 or not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0:
             raise ValueError("codes must be a (p, n) array of non-negative integers")
@@ -540,6 +554,9 @@ class GrowPruneGPU:
             raise ValueError(f"y must be finite with shape ({n},)")
         _check_options(m, alpha, beta, sigma_mu, fixed_sigma2, split_weights, p, backend, dtype)
         move_probs = _check_moves(move_probs, subtree_cap)
+        if isinstance(spin_ns, bool) or not isinstance(spin_ns, (int, np.integer)) or not 0 <= spin_ns <= 10**6:
+            raise ValueError(f"spin_ns (nanoseconds between a grid barrier's polls) must be an int in 0..10^6, "
+                             f"got {spin_ns!r}")
         if resync is None:
             resync = 50 if np.dtype(dtype) == np.float32 else 0
         if isinstance(resync, bool) or not isinstance(resync, (int, np.integer)) or resync < 0:
@@ -582,6 +599,7 @@ class GrowPruneGPU:
         leaf0 = np.zeros((self.m, n), dtype=np.uint8)
         self.backend = backend
         self.prefetch = bool(prefetch)
+        self.spin_ns = int(spin_ns)
         self._stale = False
         self._soft = False
         self.mode, self.mode_note, self.kernel = "cpu", "", ""
@@ -614,8 +632,8 @@ class GrowPruneGPU:
             tpb = min(tpb, 8)  # the simulator runs a Python thread per device thread
         want = max(1, math.ceil(self.n / (tpb * rows_per_thread)))
         self.tpb = tpb
-        self.bar = cuda.to_device(np.zeros(4, dtype=np.int32), stream=s)
-        self.h_bar = cuda.pinned_array(4, dtype=np.int32)
+        self.bar = cuda.to_device(_barrier_words(self.spin_ns), stream=s)
+        self.h_bar = cuda.pinned_array(N_BAR, dtype=np.int32)
         if mode in (None, "coop"):
             notes = []
             order = [k for k in SWEEP_KERNELS if k.startswith(barrier)] + [k for k in SWEEP_KERNELS
@@ -646,7 +664,7 @@ class GrowPruneGPU:
                         self.bar.copy_to_host(self.h_bar, stream=s)
                         s.synchronize()
                         if soft and self.h_bar[B_ERR] != 0:
-                            self.bar.copy_to_device(np.zeros(4, dtype=np.int32), stream=s)
+                            self.bar.copy_to_device(_barrier_words(self.spin_ns), stream=s)
                             s.synchronize()
                             raise RuntimeError("grid barrier timed out: blocks not all resident")
                     self.mode, self.kernel = "coop", name
