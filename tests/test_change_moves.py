@@ -121,7 +121,9 @@ def test_bound_is_the_exact_posterior_plus_its_slacks(mu0, leaf_exp):
                 assert slack >= 0.0
                 assert bound == pytest.approx(new + slack, rel=1e-12, abs=1e-9)
         restore(t, k, mb.bk, t.nn[0])
-    assert min(seen.values()) >= 5, seen
+    # every case reached often; a parent whose two children share a rule is rarer on random trees
+    assert min(seen["invalid"], seen["bounded"], seen["deep"]) >= 20, seen
+    assert seen["swap of both children"] >= 5, seen
 
 
 @numba.njit
