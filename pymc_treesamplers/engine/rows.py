@@ -311,72 +311,39 @@ def split2_suff(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
     return (counts[0, 0], counts[0, 1], counts[0, 2]), parts[0]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _block_add(out, pj, a, b, starts, ends, vals, k):
-    # leaves sorted by start; ``k`` is the leaf holding position ``a``
-    for q in range(a, b):
-        while q >= ends[k]:
-            k += 1
-        out[pj[q]] += vals[k]
-
-
-@numba.njit(cache=True, nogil=True)
-def _first_leaf(starts, ends, q):
-    lo = 0
-    hi = starts.shape[0] - 1
-    while lo < hi:  # the last leaf whose start is <= q
-        mid = (lo + hi + 1) // 2
-        if starts[mid] <= q:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _add_par(out, pj, s, e, starts, ends, vals):
+def _add_leaf_par(out, pj, s, e, v):
     nb = (e - s + BLOCK - 1) // BLOCK
     for c in numba.prange(nb):
         a = s + c * BLOCK
-        _block_add(out, pj, a, min(a + BLOCK, e), starts, ends, vals, _first_leaf(starts, ends, a))
+        for q in range(a, min(a + BLOCK, e)):
+            out[pj[q]] += v
 
 
 @numba.njit(cache=True, nogil=True)
 def add_tree(t, out, sign, threads=1):
     """``out[i] += sign * value(leaf of i)`` for every row of the tree ``t`` (a :class:`Tree`).
 
-    Leaves own contiguous ranges of ``t.perm`` that together cover it, so one pass in position order
-    (leaves sorted by their start) reaches every row once; with ``threads > 1`` and a long ``perm``
-    the positions are cut into blocks run in parallel.
+    Leaf by leaf: with ``threads > 1`` a long leaf's range of ``t.perm`` is cut into blocks run in
+    parallel. One parallel loop per leaf, not one over the whole tree, because every leaf's rows spread
+    over all of ``out``: the threads of a tree-wide loop each took a leaf of about the same size and
+    walked ``out`` in step, writing the same cache lines (at 10^6 rows, 6 leaves, 2 threads took 1.3 ms
+    against 0.85 ms on one). Within one leaf, whose rows are in increasing order, the threads write
+    apart. Each row gets exactly one add, so the result is the same on any thread count.
     """
     ti = t.ints
-    n_leaves = 0
+    tf = t.floats
     for k in range(t.nn[0]):
-        if ti[k, LEFT] < 0:
-            n_leaves += 1
-    starts = np.empty(n_leaves, dtype=np.int64)
-    ends = np.empty(n_leaves, dtype=np.int64)
-    vals = np.empty(n_leaves)
-    j = 0
-    for k in range(t.nn[0]):
-        if ti[k, LEFT] < 0:
-            # insertion into place by start: few leaves
-            q = j
-            while q > 0 and starts[q - 1] > ti[k, START]:
-                starts[q] = starts[q - 1]
-                ends[q] = ends[q - 1]
-                vals[q] = vals[q - 1]
-                q -= 1
-            starts[q] = ti[k, START]
-            ends[q] = ti[k, END]
-            vals[q] = sign * t.floats[k, VALUE]
-            j += 1
-    e = ends[n_leaves - 1]
-    s = starts[0]
-    if threads > 1 and e - s >= PAR_MIN:
-        _add_par(out, t.perm, s, e, starts, ends, vals)
-    else:
-        _block_add(out, t.perm, s, e, starts, ends, vals, 0)
+        if ti[k, LEFT] >= 0:
+            continue
+        s = ti[k, START]
+        e = ti[k, END]
+        v = sign * tf[k, VALUE]
+        if threads > 1 and e - s >= PAR_MIN:
+            _add_leaf_par(out, t.perm, s, e, v)
+        else:
+            for q in range(s, e):
+                out[t.perm[q]] += v
 
 
 def check_threads(threads: int) -> int:
