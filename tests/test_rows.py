@@ -67,7 +67,7 @@ def _three_leaf_tree(n):
 
 @needs_two
 def test_parallel_add_equals_serial_add():
-    n = 2 * PAR_MIN + 17
+    n = 4 * PAR_MIN + 17  # windows in parallel, each cutting the two long leaves and the short middle one
     t, cuts = _three_leaf_tree(n)
     base = np.random.default_rng(2).normal(size=n)
     one, two = base.copy(), base.copy()

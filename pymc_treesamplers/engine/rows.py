@@ -311,39 +311,61 @@ def split2_suff(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
     return (counts[0, 0], counts[0, 1], counts[0, 2]), parts[0]
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _add_leaf_par(out, pj, s, e, v):
-    nb = (e - s + BLOCK - 1) // BLOCK
-    for c in numba.prange(nb):
-        a = s + c * BLOCK
-        for q in range(a, min(a + BLOCK, e)):
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_window(out, pj, starts, ends, vals, c, nb):
+    # window c of nb: the c-th nb-th of every leaf's range; leaves' rows are spread over all rows and (long
+    # ones) in increasing order, so these slices all fall in about the c-th nb-th of out
+    for k in range(starts.shape[0]):
+        s = starts[k]
+        length = ends[k] - s
+        v = vals[k]
+        for q in range(s + (length * c) // nb, s + (length * (c + 1)) // nb):
             out[pj[q]] += v
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _add_par(out, pj, starts, ends, vals, nb):
+    for c in numba.prange(nb):
+        _add_window(out, pj, starts, ends, vals, c, nb)
 
 
 @numba.njit(cache=True, nogil=True)
 def add_tree(t, out, sign, threads=1):
     """``out[i] += sign * value(leaf of i)`` for every row of the tree ``t`` (a :class:`Tree`).
 
-    Leaf by leaf: with ``threads > 1`` a long leaf's range of ``t.perm`` is cut into blocks run in
-    parallel. One parallel loop per leaf, not one over the whole tree, because every leaf's rows spread
-    over all of ``out``: the threads of a tree-wide loop each took a leaf of about the same size and
-    walked ``out`` in step, writing the same cache lines (at 10^6 rows, 6 leaves, 2 threads took 1.3 ms
-    against 0.85 ms on one). Within one leaf, whose rows are in increasing order, the threads write
-    apart. Each row gets exactly one add, so the result is the same on any thread count.
+    By windows of the rows, not leaf by leaf: window ``c`` of ``nb`` takes the ``c``-th ``nb``-th of every
+    leaf's range of ``t.perm``. A leaf's rows are spread over all of ``out`` (a split follows a covariate,
+    not the row index) and a long leaf's rows are in increasing order, so a window writes about one
+    ``nb``-th of ``out``, and each part of ``out`` is read and written once while it is in cache, not once
+    per leaf (6 leaves of random rows out of 10^7, one thread: 16.7 ms leaf by leaf, 9.7 ms by windows).
+    With ``threads > 1`` the windows run in parallel and the threads write apart. (The loop this replaced
+    cut the tree's row order, leaf after leaf, into blocks: each thread took a leaf and walked ``out`` in
+    step with the others, writing the same cache lines, and on 2 threads a sweep was slower than on one.)
+    Each row gets exactly one add, so the result is the same on any thread count and any window count.
     """
     ti = t.ints
-    tf = t.floats
+    n_leaves = 0
     for k in range(t.nn[0]):
-        if ti[k, LEFT] >= 0:
-            continue
-        s = ti[k, START]
-        e = ti[k, END]
-        v = sign * tf[k, VALUE]
-        if threads > 1 and e - s >= PAR_MIN:
-            _add_leaf_par(out, t.perm, s, e, v)
-        else:
-            for q in range(s, e):
-                out[t.perm[q]] += v
+        if ti[k, LEFT] < 0:
+            n_leaves += 1
+    starts = np.empty(n_leaves, dtype=np.int64)
+    ends = np.empty(n_leaves, dtype=np.int64)
+    vals = np.empty(n_leaves)
+    j = 0
+    total = 0
+    for k in range(t.nn[0]):
+        if ti[k, LEFT] < 0:
+            starts[j] = ti[k, START]
+            ends[j] = ti[k, END]
+            vals[j] = sign * t.floats[k, VALUE]
+            total += ends[j] - starts[j]
+            j += 1
+    nb = (total + BLOCK - 1) // BLOCK
+    if threads > 1 and total >= PAR_MIN:
+        _add_par(out, t.perm, starts, ends, vals, nb)
+    else:
+        for c in range(nb):
+            _add_window(out, t.perm, starts, ends, vals, c, nb)
 
 
 def check_threads(threads: int) -> int:
