@@ -27,7 +27,15 @@ import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
 from pymc_treesamplers.engine.nodes import DEPTH, END, LEFT, RIGHT, START, VALUE
 from pymc_treesamplers.engine.records import Tree
-from pymc_treesamplers.engine.rows import BLOCK, PAR_MIN, add_tree, check_threads, numba_threads, range_suff
+from pymc_treesamplers.engine.rows import (
+    BLOCK,
+    PAR_MIN,
+    add_tree,
+    check_threads,
+    numba_threads,
+    range_suff,
+    ranges_suff,
+)
 
 TWO = numba.config.NUMBA_NUM_THREADS >= 2
 needs_two = pytest.mark.skipif(not TWO, reason="numba has a single thread on this machine")
@@ -50,6 +58,30 @@ def test_block_sums_do_not_depend_on_threads():
         W += w[i]
         S += w[i] * r[i]
     assert short == (W, S)
+
+
+@needs_two
+def test_all_leaves_sums_by_windows_do_not_depend_on_threads():
+    # a tree's leaves summed in one pass by windows: bitwise the same on 1 and 2 threads, the sums of
+    # each range; below PAR_MIN rows in all, each range's plain loop, as range_suff
+    rng = np.random.default_rng(4)
+    n = 3 * PAR_MIN + 123
+    r, w = rng.normal(size=n) * 1e3, rng.uniform(0.5, 2.0, size=n)
+    pj = rng.permutation(n).astype(np.int32)
+    cuts = np.array([0, 5, 5 + BLOCK // 3, 2 * PAR_MIN, n])  # a range shorter than the window count, an empty one
+    cuts = np.insert(cuts, 2, 5)
+    starts, ends = cuts[:-1].astype(np.int64), cuts[1:].astype(np.int64)
+    one, two = np.empty((starts.size, 2)), np.empty((starts.size, 2))
+    ranges_suff(r, w, pj, starts, ends, n, 1, one)
+    with numba_threads(2):
+        ranges_suff(r, w, pj, starts, ends, n, 2, two)
+    np.testing.assert_array_equal(one, two)
+    expected = [(w[pj[a:b]].sum(), (w * r)[pj[a:b]].sum()) for a, b in zip(starts, ends, strict=True)]
+    np.testing.assert_allclose(one, expected, rtol=1e-12, atol=1e-9)
+    short = np.empty((2, 2))
+    s2, e2 = np.array([0, 100]), np.array([100, PAR_MIN - 1])
+    ranges_suff(r, w, pj, s2, e2, PAR_MIN - 1, 2, short)
+    assert [tuple(x) for x in short] == [range_suff(r, w, pj, a, b, 1) for a, b in zip(s2, e2, strict=True)]
 
 
 def _three_leaf_tree(n):

@@ -10,7 +10,10 @@ thread count:
   draw that follows from it) is bitwise the same with 1 thread or 8; a range shorter than
   :data:`PAR_MIN` rows is summed in one plain loop (small data keep exactly the arithmetic they had
   before blocks existed);
-* an add touches each row once, so any split of the work gives the same result;
+* a tree's fit is added, and all its leaves' sums taken, by windows of the rows (window c of nb is the
+  c-th nb-th of every leaf's range: :func:`add_tree`, :func:`ranges_suff`), so each part of the residual
+  is visited once per pass, not once per leaf; an add touches each row once, so any split of the work
+  gives the same result, and a leaf's sum is its windows' sums in window order;
 * a proposed split is scored by one read-only pass (:func:`split_suff`: both sides' count and sums),
   and so is a proposed change of rules two levels deep (:func:`split2_suff`);
   a node's split (:func:`partition_blocks`) counts each block's left rows, then scatters every block
@@ -311,6 +314,78 @@ def split2_suff(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
     return (counts[0, 0], counts[0, 1], counts[0, 2]), parts[0]
 
 
+@numba.njit(cache=True, nogil=True)
+def leaf_ranges(t):
+    """The leaves of the tree ``t`` (node slots, in slot order) and their ranges of ``t.perm``:
+    ``(nodes, starts, ends)``, and the rows they hold in all."""
+    ti = t.ints
+    n_leaves = 0
+    for k in range(t.nn[0]):
+        if ti[k, LEFT] < 0:
+            n_leaves += 1
+    nodes = np.empty(n_leaves, dtype=np.int64)
+    starts = np.empty(n_leaves, dtype=np.int64)
+    ends = np.empty(n_leaves, dtype=np.int64)
+    j = 0
+    total = 0
+    for k in range(t.nn[0]):
+        if ti[k, LEFT] < 0:
+            nodes[j] = k
+            starts[j] = ti[k, START]
+            ends[j] = ti[k, END]
+            total += ends[j] - starts[j]
+            j += 1
+    return nodes, starts, ends, total
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _window_suff(r, w, pj, starts, ends, c, nb, parts):
+    # window c of nb (see add_tree): every range's c-th nb-th, summed into parts[c, k]
+    for k in range(starts.shape[0]):
+        s = starts[k]
+        length = ends[k] - s
+        parts[c, k, 0], parts[c, k, 1] = _block_suff(r, w, pj, s + (length * c) // nb, s + (length * (c + 1)) // nb)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _ranges_suff_par(r, w, pj, starts, ends, parts):
+    nb = parts.shape[0]
+    for c in numba.prange(nb):
+        _window_suff(r, w, pj, starts, ends, c, nb, parts)
+
+
+@numba.njit(cache=True, nogil=True)
+def ranges_suff(r, w, pj, starts, ends, total, threads, out):
+    """``out[k] = (W, S)`` of the rows ``pj[starts[k]:ends[k]]`` for every k (disjoint ranges holding
+    ``total`` rows): every leaf of a tree in one pass.
+
+    Below :data:`PAR_MIN` rows in all, one plain loop per range (as :func:`range_suff`). Otherwise by the
+    windows of :func:`add_tree`: each window reads about one nb-th of ``r`` and ``w`` once, where one pass
+    per leaf reads all of them once per leaf; a range's sum is its windows' sums added in window order,
+    the same on any thread count.
+    """
+    L = starts.shape[0]
+    if total < PAR_MIN:
+        for k in range(L):
+            out[k, 0], out[k, 1] = _block_suff(r, w, pj, starts[k], ends[k])
+        return
+    nb = (total + BLOCK - 1) // BLOCK
+    parts = np.empty((nb, L, 2))
+    if threads > 1:
+        _ranges_suff_par(r, w, pj, starts, ends, parts)
+    else:
+        for c in range(nb):
+            _window_suff(r, w, pj, starts, ends, c, nb, parts)
+    for k in range(L):
+        W = 0.0
+        S = 0.0
+        for c in range(nb):
+            W += parts[c, k, 0]
+            S += parts[c, k, 1]
+        out[k, 0] = W
+        out[k, 1] = S
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _add_window(out, pj, starts, ends, vals, c, nb):
     # window c of nb: the c-th nb-th of every leaf's range; leaves' rows are spread over all rows and (long
@@ -343,23 +418,10 @@ def add_tree(t, out, sign, threads=1):
     step with the others, writing the same cache lines, and on 2 threads a sweep was slower than on one.)
     Each row gets exactly one add, so the result is the same on any thread count and any window count.
     """
-    ti = t.ints
-    n_leaves = 0
-    for k in range(t.nn[0]):
-        if ti[k, LEFT] < 0:
-            n_leaves += 1
-    starts = np.empty(n_leaves, dtype=np.int64)
-    ends = np.empty(n_leaves, dtype=np.int64)
-    vals = np.empty(n_leaves)
-    j = 0
-    total = 0
-    for k in range(t.nn[0]):
-        if ti[k, LEFT] < 0:
-            starts[j] = ti[k, START]
-            ends[j] = ti[k, END]
-            vals[j] = sign * t.floats[k, VALUE]
-            total += ends[j] - starts[j]
-            j += 1
+    nodes, starts, ends, total = leaf_ranges(t)
+    vals = np.empty(nodes.shape[0])
+    for j in range(nodes.shape[0]):
+        vals[j] = sign * t.floats[nodes[j], VALUE]
     nb = (total + BLOCK - 1) // BLOCK
     if threads > 1 and total >= PAR_MIN:
         _add_par(out, t.perm, starts, ends, vals, nb)

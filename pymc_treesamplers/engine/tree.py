@@ -55,8 +55,10 @@ from .prior import (
 from .rows import (
     PAR_MIN,
     add_tree,  # re-exported: a tree's fit is part of this module's API (see the docstring)
+    leaf_ranges,
     merge_rows,
     partition_blocks,
+    ranges_suff,
     split2_suff,
     split_suff,
 )
@@ -520,11 +522,14 @@ def copy_perm(src, dst):
 
 @numba.njit(cache=True, nogil=True)
 def draw_leaves(rng, t, prior, ps):
-    """Draw every leaf of ``t`` from its conditional and subtract the tree from ``ps.r``."""
-    ti = t.ints
-    for k in range(t.nn[0]):
-        if ti[k, LEFT] < 0:
-            wk, sk = leaf_suff(ps, t.perm, ti[k, START], ti[k, END])
-            t.floats[k, VALUE] = leaf_draw(rng, prior, wk, sk)
+    """Draw every leaf of ``t`` from its conditional and subtract the tree from ``ps.r``.
+
+    The leaves' sums come from one pass over the tree's rows (:func:`~pymc_treesamplers.engine.rows.ranges_suff`),
+    then the draws in slot order."""
+    nodes, starts, ends, total = leaf_ranges(t)
+    sums = np.empty((nodes.shape[0], 2))
+    ranges_suff(ps.r, ps.w, t.perm, starts, ends, total, ps.threads, sums)
+    for j in range(nodes.shape[0]):
+        t.floats[nodes[j], VALUE] = leaf_draw(rng, prior, sums[j, 0], sums[j, 1])
     # after every draw: leaves own disjoint rows, so no leaf's sums see another's subtraction
     add_tree(t, ps.r, -1.0, ps.threads)

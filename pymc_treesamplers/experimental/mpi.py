@@ -178,8 +178,9 @@ def local_ranges(codes, perm, s, e, out):
 
 @numba.njit(cache=True, nogil=True)
 def local_sums(ps, perm, starts, ends, out):
-    """``out[2q], out[2q + 1]`` = ``(W, S)`` of this rank's rows ``perm[starts[q]:ends[q]]``, each summed in
-    row order as :func:`~pymc_treesamplers.engine.tree.draw_leaves` sums a leaf."""
+    """``out[2q], out[2q + 1]`` = ``(W, S)`` of this rank's rows ``perm[starts[q]:ends[q]]``, each summed as
+    :func:`~pymc_treesamplers.engine.gaussian.leaf_suff` sums a range (on fewer than ``rows.PAR_MIN`` rows, as
+    :func:`~pymc_treesamplers.engine.tree.draw_leaves` sums a leaf too)."""
     for q in range(starts.shape[0]):
         W, S = leaf_suff(ps, perm, starts[q], ends[q])
         out[2 * q] = W
