@@ -41,12 +41,16 @@ TWO = numba.config.NUMBA_NUM_THREADS >= 2
 needs_two = pytest.mark.skipif(not TWO, reason="numba has a single thread on this machine")
 
 
+def _long_pseudo_data(seed):
+    """Pseudo-data ``r``, weights ``w`` and a shuffled row order over a few blocks' worth of rows."""
+    rng = np.random.default_rng(seed)
+    n = 3 * PAR_MIN + 123
+    return n, rng.normal(size=n) * 1e3, rng.uniform(0.5, 2.0, size=n), rng.permutation(n).astype(np.int32)
+
+
 @needs_two
 def test_block_sums_do_not_depend_on_threads():
-    rng = np.random.default_rng(0)
-    n = 3 * PAR_MIN + 123
-    r, w = rng.normal(size=n) * 1e3, rng.uniform(0.5, 2.0, size=n)
-    pj = rng.permutation(n).astype(np.int32)
+    n, r, w, pj = _long_pseudo_data(0)
     one = range_suff(r, w, pj, 7, n, 1)
     with numba_threads(2):
         two = range_suff(r, w, pj, 7, n, 2)
@@ -64,10 +68,7 @@ def test_block_sums_do_not_depend_on_threads():
 def test_all_leaves_sums_by_windows_do_not_depend_on_threads():
     # a tree's leaves summed in one pass by windows: bitwise the same on 1 and 2 threads, the sums of
     # each range; below PAR_MIN rows in all, each range's plain loop, as range_suff
-    rng = np.random.default_rng(4)
-    n = 3 * PAR_MIN + 123
-    r, w = rng.normal(size=n) * 1e3, rng.uniform(0.5, 2.0, size=n)
-    pj = rng.permutation(n).astype(np.int32)
+    n, r, w, pj = _long_pseudo_data(4)
     cuts = np.array([0, 5, 5 + BLOCK // 3, 2 * PAR_MIN, n])  # a range shorter than the window count, an empty one
     cuts = np.insert(cuts, 2, 5)
     starts, ends = cuts[:-1].astype(np.int64), cuts[1:].astype(np.int64)
