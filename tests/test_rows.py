@@ -79,6 +79,13 @@ def test_all_leaves_sums_by_windows_do_not_depend_on_threads():
     np.testing.assert_array_equal(one, two)
     expected = [(w[pj[a:b]].sum(), (w * r)[pj[a:b]].sum()) for a, b in zip(starts, ends, strict=True)]
     np.testing.assert_allclose(one, expected, rtol=1e-12, atol=1e-9)
+    from pymc_treesamplers.engine.rows import _ranges_suff_par
+
+    for nb in (1, 3, 1000):  # any window count (SUM_WINDOWS caps it on huge data): the same sums
+        parts = np.empty((nb, starts.size, 2))
+        with numba_threads(2):
+            _ranges_suff_par(r, w, pj, starts, ends, parts)
+        np.testing.assert_allclose(parts.sum(axis=0), expected, rtol=1e-12, atol=1e-9)
     short = np.empty((2, 2))
     s2, e2 = np.array([0, 100]), np.array([100, PAR_MIN - 1])
     ranges_suff(r, w, pj, s2, e2, PAR_MIN - 1, 2, short)

@@ -8,8 +8,8 @@ thread count:
 
 * a sum is taken per block and the block sums are added in block order, so the result (and every
   draw that follows from it) is bitwise the same with 1 thread or 8; a range shorter than
-  :data:`PAR_MIN` rows is summed in one plain loop (small data keep exactly the arithmetic they had
-  before blocks existed);
+  :data:`PAR_MIN` rows is summed in one plain loop, and so are the leaves of a tree of fewer than
+  :data:`PAR_MIN` rows in all (small data keep exactly the arithmetic they had before blocks existed);
 * a tree's fit is added, and all its leaves' sums taken, by windows of the rows (window c of nb is the
   c-th nb-th of every leaf's range: :func:`add_tree`, :func:`ranges_suff`), so each part of the residual
   is visited once per pass, not once per leaf; an add touches each row once, so any split of the work
@@ -111,6 +111,10 @@ exactness tests set ``PMT_ROWS_BLOCK`` to a few rows so that the block paths run
 
 PAR_MIN = 2 * BLOCK
 """Ranges of at least this many rows are summed by blocks (and in parallel with ``threads > 1``)."""
+
+SUM_WINDOWS = 4096
+"""At most this many windows for the leaves' sums of one tree (:func:`ranges_suff`), so their partial
+sums stay small (``(windows, leaves, 2)`` floats) however many rows; a constant, not the thread count."""
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -360,16 +364,16 @@ def ranges_suff(r, w, pj, starts, ends, total, threads, out):
     ``total`` rows): every leaf of a tree in one pass.
 
     Below :data:`PAR_MIN` rows in all, one plain loop per range (as :func:`range_suff`). Otherwise by the
-    windows of :func:`add_tree`: each window reads about one nb-th of ``r`` and ``w`` once, where one pass
-    per leaf reads all of them once per leaf; a range's sum is its windows' sums added in window order,
-    the same on any thread count.
+    windows of :func:`add_tree` (at most :data:`SUM_WINDOWS`): each window reads about one nb-th of ``r``
+    and ``w`` once, where one pass per leaf reads all of them once per leaf; a range's sum is its windows'
+    sums added in window order, the same on any thread count.
     """
     L = starts.shape[0]
     if total < PAR_MIN:
         for k in range(L):
             out[k, 0], out[k, 1] = _block_suff(r, w, pj, starts[k], ends[k])
         return
-    nb = (total + BLOCK - 1) // BLOCK
+    nb = min((total + BLOCK - 1) // BLOCK, SUM_WINDOWS)
     parts = np.empty((nb, L, 2))
     if threads > 1:
         _ranges_suff_par(r, w, pj, starts, ends, parts)

@@ -25,7 +25,9 @@ Each rank keeps the residual of its own rows and applies every tree change to it
 The update is the package's grow/prune Metropolis-Hastings step (:class:`~pymc_treesamplers.GrowPruneStep`:
 :mod:`~pymc_treesamplers.engine.moves.growprune` and :mod:`~pymc_treesamplers.engine.updates.mh`), with the same
 random numbers in the same order, so one process (``comm=None``) reproduces that step's chain tree for
-tree (``tests/test_mpi.py``). The control flow is Python calling the package's numba pieces; only the
+tree (``tests/test_mpi.py``): bit for bit below ``rows.PAR_MIN`` rows, and up to the rounding of the leaf
+sums above (the step sums all of a tree's leaves by windows of the rows, this prototype each leaf by
+blocks). The control flow is Python calling the package's numba pieces; only the
 loops over a rank's rows are compiled here. What a production version needs is in the docs page.
 
 Limits of the prototype: Gaussian likelihood, grow/prune only, numeric covariates without missing values,
