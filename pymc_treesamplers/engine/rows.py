@@ -343,12 +343,20 @@ def leaf_ranges(t):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _window(s, e, c, nb):
+    # window c of nb of the range [s, e): its c-th nb-th (the windows partition it, empty ones included).
+    # Leaves' rows are spread over all rows and (long ones) in increasing order, so the window c of every
+    # leaf of a tree falls in about the c-th nb-th of the rows
+    length = e - s
+    return s + (length * c) // nb, s + (length * (c + 1)) // nb
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _window_suff(r, w, pj, starts, ends, c, nb, parts):
-    # window c of nb (see add_tree): every range's c-th nb-th, summed into parts[c, k]
+    # window c of every range, summed into parts[c, k]
     for k in range(starts.shape[0]):
-        s = starts[k]
-        length = ends[k] - s
-        parts[c, k, 0], parts[c, k, 1] = _block_suff(r, w, pj, s + (length * c) // nb, s + (length * (c + 1)) // nb)
+        a, b = _window(starts[k], ends[k], c, nb)
+        parts[c, k, 0], parts[c, k, 1] = _block_suff(r, w, pj, a, b)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -392,13 +400,11 @@ def ranges_suff(r, w, pj, starts, ends, total, threads, out):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _add_window(out, pj, starts, ends, vals, c, nb):
-    # window c of nb: the c-th nb-th of every leaf's range; leaves' rows are spread over all rows and (long
-    # ones) in increasing order, so these slices all fall in about the c-th nb-th of out
+    # window c of every range: out[row] += vals[k]
     for k in range(starts.shape[0]):
-        s = starts[k]
-        length = ends[k] - s
+        a, b = _window(starts[k], ends[k], c, nb)
         v = vals[k]
-        for q in range(s + (length * c) // nb, s + (length * (c + 1)) // nb):
+        for q in range(a, b):
             out[pj[q]] += v
 
 
@@ -426,12 +432,20 @@ def add_tree(t, out, sign, threads=1):
     vals = np.empty(nodes.shape[0])
     for j in range(nodes.shape[0]):
         vals[j] = sign * t.floats[nodes[j], VALUE]
+    add_ranges(out, t.perm, starts, ends, vals, total, threads)
+
+
+@numba.njit(cache=True, nogil=True)
+def add_ranges(out, pj, starts, ends, vals, total, threads):
+    """``out[pj[q]] += vals[k]`` for every position ``q`` of every range ``starts[k]:ends[k]`` (disjoint
+    ranges holding ``total`` rows), by the windows of :func:`add_tree`: its pass, for a caller that has
+    the leaves' ranges already (:func:`~pymc_treesamplers.engine.tree.draw_leaves`)."""
     nb = (total + BLOCK - 1) // BLOCK
     if threads > 1 and total >= PAR_MIN:
-        _add_par(out, t.perm, starts, ends, vals, nb)
+        _add_par(out, pj, starts, ends, vals, nb)
     else:
         for c in range(nb):
-            _add_window(out, t.perm, starts, ends, vals, c, nb)
+            _add_window(out, pj, starts, ends, vals, c, nb)
 
 
 def check_threads(threads: int) -> int:

@@ -54,7 +54,8 @@ from .prior import (
 )
 from .rows import (
     PAR_MIN,
-    add_tree,  # re-exported: a tree's fit is part of this module's API (see the docstring)
+    add_ranges,
+    add_tree,  # noqa: F401  re-exported: a tree's fit is part of this module's API (see the docstring)
     leaf_ranges,
     merge_rows,
     partition_blocks,
@@ -529,7 +530,9 @@ def draw_leaves(rng, t, prior, ps):
     nodes, starts, ends, total = leaf_ranges(t)
     sums = np.empty((nodes.shape[0], 2))
     ranges_suff(ps.r, ps.w, t.perm, starts, ends, total, ps.threads, sums)
+    minus = np.empty(nodes.shape[0])
     for j in range(nodes.shape[0]):
         t.floats[nodes[j], VALUE] = leaf_draw(rng, prior, sums[j, 0], sums[j, 1])
+        minus[j] = -1.0 * t.floats[nodes[j], VALUE]  # add_tree's sign * value, with sign -1
     # after every draw: leaves own disjoint rows, so no leaf's sums see another's subtraction
-    add_tree(t, ps.r, -1.0, ps.threads)
+    add_ranges(ps.r, t.perm, starts, ends, minus, total, ps.threads)
