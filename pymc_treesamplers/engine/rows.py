@@ -321,7 +321,13 @@ def split2_suff(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
 @numba.njit(cache=True, nogil=True)
 def leaf_ranges(t):
     """The leaves of the tree ``t`` (node slots, in slot order) and their ranges of ``t.perm``:
-    ``(nodes, starts, ends)``, and the rows they hold in all."""
+    ``(nodes, starts, ends)``, and the rows they hold in all.
+
+    >>> from pymc_treesamplers.engine.forest import Forest, tree_of
+    >>> nodes, starts, ends, total = leaf_ranges(tree_of(Forest.empty(m=1, n=5).arrays(), 0))
+    >>> nodes.tolist(), starts.tolist(), ends.tolist(), total
+    ([0], [0], [5], 5)
+    """
     ti = t.ints
     n_leaves = 0
     for k in range(t.nn[0]):
@@ -375,6 +381,11 @@ def ranges_suff(r, w, pj, starts, ends, total, threads, out):
     windows of :func:`add_tree` (at most :data:`SUM_WINDOWS`): each window reads about one nb-th of ``r``
     and ``w`` once, where one pass per leaf reads all of them once per leaf; a range's sum is its windows'
     sums added in window order, the same on any thread count.
+
+    >>> r, w, out = np.arange(6.0), np.ones(6), np.empty((2, 2))
+    >>> ranges_suff(r, w, np.arange(6, dtype=np.int32), np.array([0, 2]), np.array([2, 6]), 6, 1, out)
+    >>> out.tolist()
+    [[2.0, 1.0], [4.0, 14.0]]
     """
     L = starts.shape[0]
     if total < PAR_MIN:
@@ -439,7 +450,14 @@ def add_tree(t, out, sign, threads=1):
 def add_ranges(out, pj, starts, ends, vals, total, threads):
     """``out[pj[q]] += vals[k]`` for every position ``q`` of every range ``starts[k]:ends[k]`` (disjoint
     ranges holding ``total`` rows), by the windows of :func:`add_tree`: its pass, for a caller that has
-    the leaves' ranges already (:func:`~pymc_treesamplers.engine.tree.draw_leaves`)."""
+    the leaves' ranges already (:func:`~pymc_treesamplers.engine.tree.draw_leaves`).
+
+    >>> out = np.zeros(4)
+    >>> add_ranges(out, np.array([3, 0, 1, 2], dtype=np.int32), np.array([0, 1]), np.array([1, 4]),
+    ...            np.array([5.0, -1.0]), 4, 1)
+    >>> out.tolist()
+    [-1.0, -1.0, -1.0, 5.0]
+    """
     nb = (total + BLOCK - 1) // BLOCK
     if threads > 1 and total >= PAR_MIN:
         _add_par(out, pj, starts, ends, vals, nb)
