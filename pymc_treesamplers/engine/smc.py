@@ -79,7 +79,8 @@ class SMCOptions(NamedTuple):
 class Particles(NamedTuple):
     """C trees under construction: node rows, per-node ``(log marginal likelihood, statistics...)``, row
     orders, node counts, queue heads, log weights; ``ref_map`` maps the reference particle's nodes
-    to the reference tree's; ``counts`` is resampling scratch."""
+    to the reference tree's; ``counts`` and ``cum`` (C + 1) are resampling scratch, kept here because
+    a resampling runs at every stage and an allocation there cost more than the arithmetic."""
 
     ints: np.ndarray
     floats: np.ndarray
@@ -90,6 +91,7 @@ class Particles(NamedTuple):
     logw: np.ndarray
     ref_map: np.ndarray
     counts: np.ndarray
+    cum: np.ndarray
 
 
 class ProposalScratch(NamedTuple):
@@ -115,7 +117,7 @@ def new_particles(C: int, n: int, width: int = 2) -> Particles:
     ints, floats = empty_nodes(C * cap)
     return Particles(ints.reshape(C, cap, -1), floats.reshape(C, cap, -1), np.empty((C, cap, 1 + width)),
                      np.empty((C, n), dtype=ROW_INT), np.zeros(C, dtype=NODE_INT), np.zeros(C, dtype=NODE_INT),
-                     np.zeros(C), np.zeros(cap, dtype=NODE_INT), np.zeros(C, dtype=NODE_INT))
+                     np.zeros(C), np.zeros(cap, dtype=NODE_INT), np.zeros(C, dtype=NODE_INT), np.zeros(C + 1))
 
 
 def new_proposal_scratch(codes: np.ndarray, width: int = 2) -> ProposalScratch:
@@ -127,20 +129,20 @@ def new_proposal_scratch(codes: np.ndarray, width: int = 2) -> ProposalScratch:
                            np.zeros((1 + p, size), dtype=np.int64), np.zeros((1 + p, size), dtype=np.int64))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def particle(P, c):
     """Particle ``c`` as a :class:`~pymc_treesamplers.engine.records.Tree` of views."""
     return Tree(P.ints[c], P.floats[c], P.perm[c], P.nn[c : c + 1])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _node_stats(P, c, u, lm, pj, s, e, prior):
     st = P.stats[c, u]
     range_stats(lm, pj, s, e, st[1:])
     st[L_] = log_marginal(prior, lm, st[1:])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _split(P, c, u, v, cut, n_cuts, data, prior, lm):
     """Split node ``u`` of particle ``c`` by ``code_v <= cut``; returns the log likelihood ratio."""
     t = particle(P, c)
@@ -289,7 +291,7 @@ def _draw_option(rng, sc, log_z):
     return True, last_r - 1, lo + rng.integers(0, sc.ghi[last_r, last_q] - lo)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
     """Pop node ``u`` of particle ``c``: stop or split it; returns the log incremental weight."""
     ti = P.ints[c]
@@ -340,7 +342,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
     return lw
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _copy_particle(P, src, dst):
     copy_nodes(particle(P, src), particle(P, dst))
     copy_perm(particle(P, src), particle(P, dst))
@@ -351,19 +353,26 @@ def _copy_particle(P, src, dst):
 
 
 @numba.njit(cache=True, nogil=True)
-def _cumulative_weights(logw):
-    """Normalised cumulative weights (``cum[0] = 0``, ``cum[C] = 1``), the max log weight and the
-    sum of ``exp(logw - max)``."""
+def _cumulative_weights(logw, cum):
+    """Write the normalised cumulative weights into ``cum`` (``cum[0] = 0``, ``cum[C] = 1``); return the
+    max log weight and the sum of ``exp(logw - max)``."""
     C = logw.shape[0]
     top = logw.max()
-    wts = np.exp(logw - top)
-    total = wts.sum()
-    cum = np.empty(C + 1)
+    total = _sum_exp(logw, top)
     cum[0] = 0.0
     for i in range(C):
-        cum[i + 1] = cum[i] + wts[i] / total
+        cum[i + 1] = cum[i] + math.exp(logw[i] - top) / total
     cum[C] = 1.0
-    return cum, top, total
+    return top, total
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sum_exp(logw, top):
+    """``sum(exp(logw - top))`` added in index order (the order of numpy's sum in numba), without an array."""
+    total = 0.0
+    for i in range(logw.shape[0]):
+        total += math.exp(logw[i] - top)
+    return total
 
 
 @numba.njit(cache=True, nogil=True)
@@ -377,6 +386,12 @@ def _locate(cum, x, i):
     return i
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _overlap(lo0, hi0, k, C):
+    """Length of ``[lo0, hi0)`` inside ``[k/C, (k+1)/C)``."""
+    return max(0.0, min(hi0, (k + 1) / C) - max(lo0, k / C))
+
+
 @numba.njit(cache=True, nogil=True)
 def _systematic_reference_position(rng, cum):
     """Conditional systematic resampling: the position ``k`` of the reference (index 0) and the
@@ -386,13 +401,13 @@ def _systematic_reference_position(rng, cum):
     C = cum.shape[0] - 1
     lo0 = cum[0]
     hi0 = cum[1]
-    over = np.empty(C)
+    total = 0.0
     for k in range(C):
-        over[k] = max(0.0, min(hi0, (k + 1) / C) - max(lo0, k / C))
-    r = rng.random() * over.sum()
+        total += _overlap(lo0, hi0, k, C)
+    r = rng.random() * total
     k = 0
-    while k < C - 1 and r >= over[k]:
-        r -= over[k]
+    while k < C - 1 and r >= _overlap(lo0, hi0, k, C):
+        r -= _overlap(lo0, hi0, k, C)
         k += 1
     a = max(lo0, k / C)
     b = min(hi0, (k + 1) / C)
@@ -409,7 +424,8 @@ def resample(rng, scheme, conditional, P):
     logw = P.logw
     counts = P.counts
     C = logw.shape[0]
-    cum, top, total = _cumulative_weights(logw)
+    cum = P.cum
+    top, total = _cumulative_weights(logw, cum)
     for i in range(C):
         counts[i] = 0
     first = 1 if conditional else 0
@@ -498,7 +514,7 @@ def smc_run(rng, opts, conditional, ref, P, data, prior, lm, sc):
         if sw * sw / sw2 <= opts.ess_threshold * C * (1.0 + 1e-9):
             resample(rng, opts.resampling, conditional, P)
     top = P.logw.max()
-    return stages, top + math.log(np.exp(P.logw - top).sum() / C)
+    return stages, top + math.log(_sum_exp(P.logw, top) / C)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -514,7 +530,7 @@ def pick_particle(rng, P):
     """A particle index drawn in proportion to the final weights."""
     C = P.logw.shape[0]
     top = P.logw.max()
-    target = rng.random() * np.exp(P.logw - top).sum()
+    target = rng.random() * _sum_exp(P.logw, top)
     chosen = 0
     acc = math.exp(P.logw[0] - top)
     while acc <= target and chosen < C - 1:
