@@ -66,13 +66,16 @@ FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7],
         "pmsample": [(10**6, "cuda"), (10**6, "cgm-cuda"), (10**6, "cpu")], "pm_tune": 20, "pm_draws": 20,
         "pm_threads": 16,
         "limit_s": {"gpu": 140, "bartz": 140, "cpu": 300, "stochtree": 300, "pmsample": 345}, "cell_s": 110,
-        "pmsample_cell_s": 115}
-QUICK = {"gpu": [300, 1000], "bartz": [1000], "cpu": [(3000, 1), (3000, 2), (40000, 1), (40000, 2)],
+        # run 7 (H100 machine, 16 vCPUs): the first CPU cell compiles (51 s), a 1-thread sweep at 10^7 rows takes
+        # ~20 s, stochtree's two fits at 10^6 rows on 16 threads took over 110 s
+        "cpu_cell_s": 150, "stochtree_cell_s": 240, "pmsample_cell_s": 115}
+QUICK = {"gpu": [300], "bartz": [1000], "cpu": [(3000, 1), (3000, 2), (40000, 1), (40000, 2)],
          "stochtree": [(3000, 1), (3000, 2)], "big_n": 40000, "m": 10, "warm": 1, "keep": 2,
          "extra": 2, "pmsample": [(200, "cuda"), (200, "cgm-cuda"), (200, "cpu")], "pm_tune": 2, "pm_draws": 2,
          "pm_threads": 2,
-         "limit_s": {"gpu": 120, "bartz": 60, "cpu": 90, "stochtree": 90, "pmsample": 240}, "cell_s": 60,
-         "pmsample_cell_s": 120}
+         "limit_s": {"gpu": 200, "bartz": 60, "cpu": 90, "stochtree": 90, "pmsample": 240}, "cell_s": 60,
+         # the simulator runs a size's sweeps, variants and twin checks in about 80 s
+         "gpu_cell_s": 190, "pmsample_cell_s": 120}
 P, SEED = 10, 1234
 CHECK_N = 2000
 CGM_PROBS = (0.25, 0.25, 0.4, 0.1)  # CGMStep's default move set (grow, prune, change, swap)
