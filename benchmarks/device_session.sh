@@ -5,8 +5,9 @@
 #   bash benchmarks/device_session.sh gpu   # ~5.5 min (314 s in run 7): the GPU sweep (grow/prune; CGM as a
 #                                           #   variant; twin checks on hardware) against bartz at 1e5, 1e6, 1e7;
 #                                           #   pm.sample with CGMStep(backend="cuda") at 1e6
-#   bash benchmarks/device_session.sh cpu   # ~9.5 min: the CPU sweep on 1 and 16 threads at 1e6 and 1e7, then 2, 4, 8
-#                                           #   at 1e6; stochtree on the same threads (16 first)
+#   bash benchmarks/device_session.sh cpu   # ~9.5 min: the sweep's row passes alone on 1-16 threads (1 min); the CPU
+#                                           #   sweep on 1 and 16 threads at 1e6 and 1e7, then 2, 4, 8 at 1e6;
+#                                           #   stochtree on the same threads (16 first)
 #
 # Run from the repository root with the wheels in .whl (pymc, pytensor, arviz and its parts, bartz, stochtree, tbb,
 # tcmlib: carry .whl); results go to $OUT (gpu.json, gpu.md and a log per part). They are installed into the
@@ -36,8 +37,8 @@ case $part in
       --limit pmsample=100 2>&1 | tee "$out/pm.log"
     ;;
   cpu)
-    timeout 570 "$py" benchmarks/gpu.py "${quick[@]}" --out "$out/cpu" --sections cpu,stochtree \
-      --limit cpu=320,stochtree=240 2>&1 | tee "$out/cpu.log"
+    timeout 570 "$py" benchmarks/gpu.py "${quick[@]}" --out "$out/cpu" --sections rows,cpu,stochtree \
+      --limit rows=60,cpu=300,stochtree=200 2>&1 | tee "$out/cpu.log"
     ;;
   *) echo "part must be gpu or cpu, got $part" >&2; exit 2 ;;
 esac

@@ -1,7 +1,7 @@
 """GPU sweep benchmark (issue 32): our numba-cuda grow/prune sweep, bartz (JAX), and this package's CPU sweep on
 1..16 threads, Friedman #1 (p = 10), m = 200, seconds per sweep.
 
-    python benchmarks/gpu.py --out DIR [--quick] [--sections gpu,bartz,cpu,stochtree,pmsample] [--bartz-from FILE]
+    python benchmarks/gpu.py --out DIR [--quick] [--sections gpu,bartz,rows,cpu,stochtree,pmsample] [--bartz-from FILE]
     python benchmarks/gpu.py --out DIR --render GPU_JSON --bartz-from FILE   # re-render only, no runs
 
 ``--bartz-from FILE``: bartz's figures from an earlier run's gpu.json (for a gpu-only rerun), used where this
@@ -24,6 +24,9 @@ numba-cuda do not share a process). Results are written to DIR/gpu.json and DIR/
 * ``cpu``: the package's CPU GrowPrune sweep (``engine.driver.sweep`` with the MH update at (0.5, 0.5, 0, 0),
   sigma^2 by its conjugate draw) on 1, 2, 4, 8, 16 threads at 10^6 rows and on 1 and 16 at 10^7 (2 warm-up and 3
   kept sweeps there); numba's threading layer reported.
+* ``rows``: the CPU sweep's row passes alone (``ranges_suff``, ``add_ranges``, ``split_suff`` on a tree of 3
+  leaves) on the same threads as ``cpu``: whether the passes themselves or what runs between them limit the
+  sweep's speed-up on many threads.
 * ``stochtree``: stochtree's grow/prune MCMC on the same threads (10^6 rows; 16 threads at 10^7), seconds per
   sweep as the difference of two fits; the table puts it next to ours. It always fits the scale benchmark's
   m = 200 (the full run's m; ``--quick``'s ratios are not comparable).
@@ -61,19 +64,23 @@ FULL = {"gpu": [10**5, 10**6, 10**7], "bartz": [10**5, 10**6, 10**7],
         # section cut short by its time limit still answers the targets
         "cpu": [(10**6, 1), (10**6, 16), (10**7, 16), (10**7, 1), (10**6, 2), (10**6, 4), (10**6, 8)],
         "stochtree": [(10**6, 16), (10**7, 16), (10**6, 1), (10**6, 2), (10**6, 4), (10**6, 8)], "big_n": 10**7,
+        "rows": [(10**6, 1), (10**6, 16), (10**7, 1), (10**7, 16), (10**6, 2), (10**6, 4), (10**6, 8)],
         "m": 200,
         "warm": 5, "keep": 5, "extra": 10,
         "pmsample": [(10**6, "cuda"), (10**6, "cgm-cuda"), (10**6, "cpu")], "pm_tune": 20, "pm_draws": 20,
         "pm_threads": 16,
-        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 300, "stochtree": 300, "pmsample": 345}, "cell_s": 110,
+        "limit_s": {"gpu": 140, "bartz": 140, "cpu": 300, "stochtree": 300, "pmsample": 345, "rows": 100},
+        "cell_s": 110,
         # run 7 (H100 machine, 16 vCPUs): the first CPU cell compiles (51 s), a 1-thread sweep at 10^7 rows takes
         # ~20 s, stochtree's two fits at 10^6 rows on 16 threads took over 110 s
         "cpu_cell_s": 150, "stochtree_cell_s": 240, "pmsample_cell_s": 115}
 QUICK = {"gpu": [300], "bartz": [1000], "cpu": [(3000, 1), (3000, 2), (40000, 1), (40000, 2)],
-         "stochtree": [(3000, 1), (3000, 2)], "big_n": 40000, "m": 10, "warm": 1, "keep": 2,
+         "stochtree": [(3000, 1), (3000, 2)], "rows": [(40000, 1), (40000, 2)], "big_n": 40000, "m": 10,
+         "warm": 1, "keep": 2,
          "extra": 2, "pmsample": [(200, "cuda"), (200, "cgm-cuda"), (200, "cpu")], "pm_tune": 2, "pm_draws": 2,
          "pm_threads": 2,
-         "limit_s": {"gpu": 200, "bartz": 60, "cpu": 90, "stochtree": 90, "pmsample": 240}, "cell_s": 60,
+         "limit_s": {"gpu": 200, "bartz": 60, "cpu": 90, "stochtree": 90, "pmsample": 240, "rows": 60},
+         "cell_s": 60,
          # the simulator runs a size's sweeps, variants and twin checks in about 80 s
          "gpu_cell_s": 190, "pmsample_cell_s": 120}
 P, SEED = 10, 1234
@@ -283,6 +290,7 @@ def child_cpu(n, threads, cfg):
     from pymc_treesamplers.engine.forest import Forest, init_roots
     from pymc_treesamplers.engine.nodes import FALSE, ROOT, TRUE
     from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
+    from pymc_treesamplers.engine.rows import numba_threads
     from pymc_treesamplers.engine.updates.mh import new_mh_scratch
 
     X, y = friedman1(n)
@@ -307,7 +315,11 @@ def child_cpu(n, threads, cfg):
         t = time.perf_counter()
         j, resume = ROOT, FALSE
         while True:
-            code, jj = sweep(rng, j, resume, data, prior, forest.arrays(), Pseudo(r, w, threads), work, sk, changed)
+            # the pool's size is the threads' count (as the steps set it): without this a cell of 2, 4 or 8
+            # threads ran its parallel loops on all NUMBA_NUM_THREADS (16) threads, as run 2's did
+            with numba_threads(threads):
+                code, jj = sweep(rng, j, resume, data, prior, forest.arrays(), Pseudo(r, w, threads), work, sk,
+                                 changed)
             if code == SWEEP_DONE:
                 break
             if jj < 0:
@@ -327,6 +339,49 @@ def child_cpu(n, threads, cfg):
     return {"n": n, "threads": threads, "s_per_sweep": float(np.median(kept)), "sweeps_s": times,
             "threading_layer": layer, "sigma": float(np.sqrt(sigma2)),
             "numba_num_threads": numba.config.NUMBA_NUM_THREADS}
+
+
+def child_rows(n, threads, cfg):
+    """The sweep's row passes alone, on ``threads`` threads: a tree of 3 leaves whose rows are random thirds of
+    the ``n`` rows, each in increasing order (the layout of a sweep's long leaves): every leaf's sums in one pass
+    (``ranges_suff``, a tree's leaf update), the tree's fit added to the residual (``add_ranges``) and one
+    leaf's split sums (``split_suff``, a grow's score). Median seconds per call. Set against the whole sweep's
+    speed-up, it says whether the row passes themselves (the memory system, the blocks' share per thread) or
+    what runs between them limits a sweep on many threads."""
+    _namespace_package()
+    import numba
+
+    from pymc_treesamplers.engine.rows import add_ranges, numba_threads, ranges_suff, split_suff
+
+    rng = np.random.default_rng(SEED)
+    r = rng.normal(size=n)
+    w = np.full(n, 0.5)
+    code = rng.integers(0, 256, n).astype(np.uint16)
+    labels = rng.integers(0, 3, n)  # each row's leaf
+    pj = np.argsort(labels, kind="stable").astype(np.int32)  # the leaves' rows, each leaf's in increasing order
+    ends = np.cumsum(np.bincount(labels, minlength=3))
+    starts = ends - np.bincount(labels, minlength=3)
+    vals = np.array([0.1, -0.2, 0.3])
+    out = np.empty((3, 2))
+    fit = np.zeros(n)
+    reps = 5 if n >= cfg["big_n"] else 20
+    res = {}
+    with numba_threads(threads):
+        for name, call in (("ranges_suff", lambda: ranges_suff(r, w, pj, starts, ends, n, threads, out)),
+                           ("add_ranges", lambda: add_ranges(fit, pj, starts, ends, vals, n, threads)),
+                           ("split_suff", lambda: split_suff(r, w, pj, starts[0], ends[0], code, 127, threads))):
+            call()  # compiles
+            ts = []
+            for _ in range(reps):
+                t = time.perf_counter()
+                call()
+                ts.append(time.perf_counter() - t)
+            res[name] = float(np.median(ts))
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        layer = "none started"
+    return {"n": n, "threads": threads, "s_per_call": res, "threading_layer": layer}
 
 
 def child_stochtree(n, threads, cfg):
@@ -531,6 +586,17 @@ def _markdown(res):
             b = st.get((r["n"], r["threads"]))
             lines.append(f"| {r['n']:.0e} | {r['threads']} | {r['s_per_sweep']:.4g} | {sp} | "
                          + (f"{b:.4g} | {r['s_per_sweep'] / b:.2f} |" if b else "n/a | n/a |"))
+    rows = [r for r in res.get("rows", []) if "error" not in r]
+    if rows:
+        names = ("ranges_suff", "add_ranges", "split_suff")
+        lines += ["", "The sweep's row passes alone (a tree of 3 leaves of random thirds of the rows), median s per "
+                  "call, and the speed-up over 1 thread:", "",
+                  "| n | threads | " + " | ".join(names) + " | speed-ups |", "|---|---|---|---|---|---|"]
+        for r in sorted(rows, key=lambda q: (q["n"], q["threads"])):
+            one = next((q["s_per_call"] for q in rows if q["n"] == r["n"] and q["threads"] == 1), None)
+            sp = " / ".join(f"{one[k] / r['s_per_call'][k]:.2f}" for k in names) if one else "n/a"
+            lines.append(f"| {r['n']:.0e} | {r['threads']} | "
+                         + " | ".join(f"{r['s_per_call'][k]:.3g}" for k in names) + f" | {sp} |")
     pms = res.get("pmsample", [])
     if pms:
         lines += ["", "Whole pm.sample (chains=1, cores=1; tune + draws; sigma by NormalScaleGibbs); seconds, after a "
@@ -546,7 +612,8 @@ def _markdown(res):
             lines.append(f"| {r['n']:.0e} | {be} | {r['step_s']:.2f} | {r['sample_s']:.2f} | "
                          f"{r['s_per_draw_median']:.4f} | {r['first_draw_s']:.2f} | {r['warmup_s']:.1f} | "
                          f"{r['predict_vs_trace']:.1e} |")
-    errs = [r for sec in ("gpu", "bartz", "cpu", "stochtree", "pmsample") for r in res.get(sec, []) if "error" in r]
+    errs = [r for sec in ("gpu", "bartz", "rows", "cpu", "stochtree", "pmsample") for r in res.get(sec, [])
+            if "error" in r]
     if errs:
         lines += ["", "Errors:", ""] + [f"* {e['args']}: {e['error'][-300:]!r}" for e in errs]
     return "\n".join(lines) + "\n"
@@ -576,6 +643,7 @@ def main():
         out = {"gpu": lambda: child_gpu(args[1], cfg), "bartz": lambda: child_bartz(args[1], cfg),
                "cpu": lambda: child_cpu(args[1], args[2], cfg),
                "stochtree": lambda: child_stochtree(args[1], args[2], cfg),
+               "rows": lambda: child_rows(args[1], args[2], cfg),
                "pmsample": lambda: child_pmsample(args[1], args[2], cfg)}[kind]()
         print("RESULT " + json.dumps(out), flush=True)
         return
@@ -614,7 +682,7 @@ def main():
         start = time.perf_counter()
         res[section] = []
         try:
-            cells = ([(section, *c) for c in cfg[section]] if section in ("cpu", "stochtree", "pmsample")
+            cells = ([(section, *c) for c in cfg[section]] if section in ("cpu", "stochtree", "pmsample", "rows")
                      else [(section, n) for n in cfg[section]])
             for args in cells:
                 left = cfg["limit_s"][section] - (time.perf_counter() - start)
