@@ -304,7 +304,7 @@ def child_cpu(n, threads, cfg):
     forest = Forest.empty(m, n, mu0)
     init_roots(forest.arrays(), data, mu0)
     r = y - m * mu0
-    w = np.full(n, 1.0 / np.var(y))
+    w = np.full(1, 1.0 / np.var(y))  # one sigma: one weight for every row, as the steps pass it (records.Pseudo)
     sk = new_mh_scratch((0.5, 0.5, 0.0, 0.0), P, n, m)
     work = new_work(n)
     changed = np.zeros(m, dtype=np.bool_)
@@ -355,7 +355,7 @@ def child_rows(n, threads, cfg):
 
     rng = np.random.default_rng(SEED)
     r = rng.normal(size=n)
-    w = np.full(n, 0.5)
+    w = np.full(1, 0.5)  # one sigma: one weight for every row, as the steps pass it (records.Pseudo)
     code = rng.integers(0, 256, n).astype(np.uint16)
     labels = rng.integers(0, 3, n)  # each row's leaf
     pj = np.argsort(labels, kind="stable").astype(np.int32)  # the leaves' rows, each leaf's in increasing order

@@ -470,3 +470,40 @@ def test_a_root_reads_its_code_ranges_from_the_data():
                != draw_split_rule(np.random.default_rng(s), data, pj, 0, n, scratch) for s in range(20))
     assert all(draw_split_rule(np.random.default_rng(s), bad, pj, 1, n, scratch)
                == draw_split_rule(np.random.default_rng(s), data, pj, 1, n, scratch) for s in range(20))
+
+
+@needs_two
+@pytest.mark.parametrize("n", [PAR_MIN - 3, 3 * PAR_MIN + 41])
+def test_one_weight_for_every_row_gives_the_sums_of_a_weight_per_row(n):
+    # one sigma's pseudo-data go to the kernels as a single weight (a length-1 w: the passes read no weights);
+    # every pass gives the sums the same weight on every row gives, to rounding, and the same bits on 1 and 2
+    # threads; a weight it did not multiply in (w = 1 where the rows' is 0.3) would be caught
+    from pymc_treesamplers.engine.rows import row_weight, split2_suff, split_suff
+
+    rng = np.random.default_rng(17)
+    r, w0 = rng.normal(size=n) * 1e2, 0.3
+    per_row, one = np.full(n, w0), np.array([w0])
+    code = rng.integers(0, 60, size=(3, n)).astype(np.uint16)
+    pj = rng.permutation(n).astype(np.int32)
+    s, e = 5, n - 2
+    starts, ends = np.array([s, (s + e) // 2]), np.array([(s + e) // 2, e])
+    args2 = (code[0], 23, code[1], 40, code[2], 9)
+
+    def passes(w, threads):
+        both = np.empty((2, 2))
+        ranges_suff(r, w, pj, starts, ends, e - s, threads, both)
+        cells = split2_suff(r, w, pj, s, e, *args2, threads)
+        return (range_suff(r, w, pj, s, e, threads), split_suff(r, w, pj, s, e, code[0], 23, threads), both,
+                cells[0], cells[1])
+
+    def flat(out):
+        return np.concatenate([np.ravel(np.asarray(x, dtype=float)) for x in out])
+
+    want = flat(passes(per_row, 1))
+    got = passes(one, 1)
+    np.testing.assert_allclose(flat(got), want, rtol=1e-12)
+    assert got[1][0] == passes(per_row, 1)[1][0] and got[3] == passes(per_row, 1)[3]  # the counts, exactly
+    with numba_threads(2):
+        np.testing.assert_array_equal(flat(passes(one, 2)), flat(got))
+    assert not np.allclose(flat(passes(np.array([1.0]), 1)), want, rtol=1e-6)
+    assert row_weight(one, n - 1) == w0 and row_weight(per_row, n - 1) == w0

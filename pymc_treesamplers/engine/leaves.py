@@ -42,6 +42,7 @@ from numba.extending import overload
 
 from .gaussian import leaf_loglik, leaf_suff
 from .records import Pseudo
+from .rows import row_weight
 
 _MODELS: dict[type, tuple] = {}
 _JIT = {"cache": True, "nogil": True}
@@ -163,8 +164,9 @@ def _gauss_rows(lm, pj, s, e, out):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _gauss_row(lm, i, hist, k):
-    hist[k, 0] += lm.w[i]
-    hist[k, 1] += lm.w[i] * lm.r[i]
+    wi = row_weight(lm.w, i)
+    hist[k, 0] += wi
+    hist[k, 1] += wi * lm.r[i]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")  # per gap of the optimal proposal: no call

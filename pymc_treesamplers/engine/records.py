@@ -60,6 +60,8 @@ class TreePrior(NamedTuple):
 class Pseudo(NamedTuple):
     """Pseudo-data of one tree: ``r_i ~ N(g(x_i), 1 / w_i)``; ``r`` is the running residual.
 
+    ``w``: one weight per row, or a single weight for every row (length 1; a Normal likelihood with one sigma),
+    whose passes over the rows then read no weights (:func:`~pymc_treesamplers.engine.rows.row_weight`).
     ``threads``: how many threads the passes over long row ranges may use (:mod:`pymc_treesamplers.engine.rows`).
     """
 

@@ -589,8 +589,13 @@ class _FlatHost:
 
 def _residuals(z: np.ndarray, w: np.ndarray, f: np.ndarray, threads: int) -> Pseudo:
     """Gaussian pseudo-data ``(z, w)`` at the BART value ``f`` as the kernels' record: the residual
-    ``z - f`` (each tree's fit is added back to it in turn) and the weights."""
-    return Pseudo(np.asarray(z, dtype=np.float64) - f, np.asarray(w, dtype=np.float64), threads)
+    ``z - f`` (each tree's fit is added back to it in turn) and the weights, as one weight when every row
+    has the same (one sigma): the passes over rows then read no weights, which at 10^7 rows makes a leaf's
+    sums about a third faster."""
+    w = np.asarray(w, dtype=np.float64)
+    if w.size > 1 and w.min() == w.max():
+        w = w[:1]
+    return Pseudo(np.asarray(z, dtype=np.float64) - f, w, threads)
 
 
 def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict, center: float,

@@ -124,7 +124,7 @@ def make_step(step_cls, options, n, p, m=1):
 
 def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alpha=0.95, beta=2.0, mu0=0.0,
                 sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None, tree_keys=False,
-                leaf_exp=None):
+                leaf_exp=None, shared_weight=True):
     """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a chain of ``m`` trees on
     the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s[, refine[, record type[, laplace]]])``
     (``eta = f``; ``r, w`` unused; FamilyLik's ``refine`` flag, a record type with its fields or None, its
@@ -134,7 +134,8 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     the tuple of every tree's partition. ``return_rates``: also the first tree's total jump rate at each
     kept draw (CTBirthDeathStep only). ``tree_keys``: the keys are tree 0's preorder rule sequences, as
     :func:`exact.exact_tree_posterior` writes them, not partitions. ``leaf_exp``: the tree prior's, instead
-    of the record's (a deliberately wrong test)."""
+    of the record's (a deliberately wrong test). ``shared_weight``: weights equal on every row go to the
+    kernels as one weight (length 1), as the steps pass the pseudo-data of one sigma; False keeps one per row."""
     codes = np.asarray(codes_np).T
     p, n = codes.shape
     data = split_data(codes, np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float))
@@ -145,7 +146,10 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     labels = np.empty((n_draws, m, n), dtype=np.int64)
     rates = np.zeros(n_draws if return_rates else 0)
     if family is None:
-        lik = Pseudo(np.asarray(r, float), np.asarray(w, float), 1)
+        w = np.asarray(w, float)
+        if shared_weight and w.size > 1 and w.min() == w.max():
+            w = w[:1]  # as routes.likelihood._residuals passes one sigma's weights
+        lik = Pseudo(np.asarray(r, float), w, 1)
     else:
         f = np.empty(n)
         forest_sum(forest.arrays(), f)

@@ -35,6 +35,7 @@ from ..moves.relabel import relabel_gibbs
 from ..moves.rotate import rotate_move
 from ..nodes import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VAR
 from ..prior import NEG_INF, code_range, log1m_psplit, log_psplit
+from ..rows import row_weight
 from ..tree import (
     NOG,
     collapse,
@@ -139,8 +140,9 @@ def leaf_births(t, k, data, prior, ps, bs, out):
         for q in range(s, e):
             i = pj[q]
             c = codes[v, i]
-            hw[c] += ps.w[i]
-            hs[c] += ps.w[i] * ps.r[i]
+            wi = row_weight(ps.w, i)
+            hw[c] += wi
+            hs[c] += wi * ps.r[i]
             if rep[c] < 0:
                 rep[c] = i
             elif not mixed[c] and _rows_differ(codes, wsplit, rep[c], i):
