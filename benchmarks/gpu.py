@@ -123,6 +123,16 @@ def _codes(X):
     return b.codes, b.thresholds
 
 
+def _threading_layer():
+    """numba's threading layer in this process, or "none started" when no parallel loop ran."""
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return "none started"
+
+
 # ------------------------------------------------------------------------------------------- children
 def child_gpu(n, cfg):
     _namespace_package()
@@ -331,10 +341,7 @@ def child_cpu(n, threads, cfg):
         sigma2 = (b0 + 0.5 * float(np.square(r).sum())) / rng.gamma(a0 + 0.5 * n)
         w[:] = 1.0 / sigma2
         times.append(time.perf_counter() - t)
-    try:
-        layer = numba.threading_layer()
-    except ValueError:
-        layer = "none started"
+    layer = _threading_layer()
     kept = times[warm:]
     return {"n": n, "threads": threads, "s_per_sweep": float(np.median(kept)), "sweeps_s": times,
             "threading_layer": layer, "sigma": float(np.sqrt(sigma2)),
@@ -349,7 +356,6 @@ def child_rows(n, threads, cfg):
     speed-up, it says whether the row passes themselves (the memory system, the blocks' share per thread) or
     what runs between them limits a sweep on many threads."""
     _namespace_package()
-    import numba
 
     from pymc_treesamplers.engine.rows import add_ranges, numba_threads, ranges_suff, split_suff
 
@@ -377,11 +383,7 @@ def child_rows(n, threads, cfg):
                 call()
                 ts.append(time.perf_counter() - t)
             res[name] = float(np.median(ts))
-    try:
-        layer = numba.threading_layer()
-    except ValueError:
-        layer = "none started"
-    return {"n": n, "threads": threads, "s_per_call": res, "threading_layer": layer}
+    return {"n": n, "threads": threads, "s_per_call": res, "threading_layer": _threading_layer()}
 
 
 def child_stochtree(n, threads, cfg):
@@ -488,12 +490,7 @@ def child_pmsample(n, backend, cfg):
         simulator = bool(os.environ.get("NUMBA_ENABLE_CUDASIM"))
         out["device"] = "simulator" if simulator else str(cuda.get_current_device().name)
     else:
-        import numba
-
-        try:
-            out["threading_layer"] = numba.threading_layer()
-        except ValueError:
-            out["threading_layer"] = "none started"
+        out["threading_layer"] = _threading_layer()
     return out
 
 

@@ -499,10 +499,11 @@ def test_one_weight_for_every_row_gives_the_sums_of_a_weight_per_row(n):
     def flat(out):
         return np.concatenate([np.ravel(np.asarray(x, dtype=float)) for x in out])
 
-    want = flat(passes(per_row, 1))
+    base = passes(per_row, 1)
+    want = flat(base)
     got = passes(one, 1)
     np.testing.assert_allclose(flat(got), want, rtol=1e-12)
-    assert got[1][0] == passes(per_row, 1)[1][0] and got[3] == passes(per_row, 1)[3]  # the counts, exactly
+    assert got[1][0] == base[1][0] and got[3] == base[3]  # the counts, exactly
     with numba_threads(2):
         np.testing.assert_array_equal(flat(passes(one, 2)), flat(got))
     assert not np.allclose(flat(passes(np.array([1.0]), 1)), want, rtol=1e-6)

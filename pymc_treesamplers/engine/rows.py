@@ -120,7 +120,11 @@ sums stay small (``(windows, leaves, 2)`` floats) however many rows; a constant,
 @numba.njit(cache=True, nogil=True, inline="always")
 def row_weight(w, i):
     """Row ``i``'s weight in the pseudo-data's ``w``: ``w[i]``, or ``w[0]`` when ``w`` has length 1 (one weight
-    for every row, :class:`~pymc_treesamplers.engine.records.Pseudo`)."""
+    for every row, :class:`~pymc_treesamplers.engine.records.Pseudo`).
+
+    >>> row_weight(np.array([0.5, 2.0]), 1), row_weight(np.array([0.5]), 1)
+    (2.0, 0.5)
+    """
     return w[i] if w.shape[0] > 1 else w[0]
 
 
