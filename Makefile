@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*; touch $@
 
 demo: $(STAMP)
-	$(PY) -m pymc_treesamplers.demo
+	$(PY) -m examples.demo
 
 # both cores, tests handed out one at a time to whichever worker is free (worksteal: one file per
 # worker left a core idle while the other ran the long statistical files; compiled kernels are shared

@@ -296,11 +296,8 @@ def child_cpu(n, threads, cfg):
     _namespace_package()
     import numba
 
-    from pymc_treesamplers.engine.driver import SWEEP_DONE, new_work, sweep
-    from pymc_treesamplers.engine.forest import Forest, init_roots
-    from pymc_treesamplers.engine.nodes import FALSE, ROOT, TRUE
-    from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
-    from pymc_treesamplers.engine.rows import numba_threads
+    from pymc_treesamplers.engine.chain import Chain
+    from pymc_treesamplers.engine.records import Pseudo
     from pymc_treesamplers.engine.updates.mh import new_mh_scratch
 
     X, y = friedman1(n)
@@ -309,33 +306,19 @@ def child_cpu(n, threads, cfg):
     a0, b0 = sigma2_prior(y)
     mu0 = float(y.mean()) / m
     sigma_mu = float(y.max() - y.min()) / (2 * 2.0 * np.sqrt(m))
-    data = split_data(codes, np.ones(P), threads)
-    prior = TreePrior(0.95, 2.0, mu0, sigma_mu**2)
-    forest = Forest.empty(m, n, mu0)
-    init_roots(forest.arrays(), data, mu0)
+    chain = Chain.new(codes, m, alpha=0.95, beta=2.0, mu0=mu0, s2=sigma_mu**2, threads=threads,
+                      new_scratch=lambda: new_mh_scratch((0.5, 0.5, 0.0, 0.0), P, n, m))
     r = y - m * mu0
     w = np.full(1, 1.0 / np.var(y))  # one sigma: one weight for every row, as the steps pass it (records.Pseudo)
-    sk = new_mh_scratch((0.5, 0.5, 0.0, 0.0), P, n, m)
-    work = new_work(n)
-    changed = np.zeros(m, dtype=np.bool_)
     rng = np.random.default_rng(SEED)
     warm, keep = (2, 3) if n >= cfg["big_n"] else (cfg["warm"], cfg["keep"])
     times = []
     for _s in range(warm + keep):
         t = time.perf_counter()
-        j, resume = ROOT, FALSE
-        while True:
-            # the pool's size is the threads' count (as the steps set it): without this a cell of 2, 4 or 8
-            # threads ran its parallel loops on all NUMBA_NUM_THREADS (16) threads, as run 2's did
-            with numba_threads(threads):
-                code, jj = sweep(rng, j, resume, data, prior, forest.arrays(), Pseudo(r, w, threads), work, sk,
-                                 changed)
-            if code == SWEEP_DONE:
-                break
-            if jj < 0:
-                raise RuntimeError("CPU sweep failed")
-            forest.grow_capacity(int(work.nn[0]))
-            j, resume = np.int64(jj), TRUE
+        # the chain sizes numba's pool to its threads (as the steps do): without it a cell of 2, 4 or 8 threads
+        # ran its parallel loops on all NUMBA_NUM_THREADS (16) threads, as run 2's did
+        if chain.sweep(rng, Pseudo(r, w, threads), threads=threads) >= 0:
+            raise RuntimeError("CPU sweep failed")
         # not r @ r: OpenBLAS's threads spin ~0.1 s after a dot, on the cores the next sweep's threads need
         # (measured on 2 cores, n = 1e6, 2 threads: 0.49-0.50 s per sweep with r @ r, 0.43-0.44 s without)
         sigma2 = (b0 + 0.5 * float(np.square(r).sum())) / rng.gamma(a0 + 0.5 * n)

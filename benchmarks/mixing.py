@@ -89,9 +89,9 @@ def load_case(case: str):
 
         Xall, yall, _ = load_california()
         return california_split(Xall, yall, 1)
-    from pymc_treesamplers.demo import split_data
+    from examples.demo import train_test_rows
 
-    X, y, X_test, y_test = split_data()
+    X, y, X_test, y_test = train_test_rows()
     return X.to_numpy(dtype=float), y, X_test.to_numpy(dtype=float), y_test
 
 

@@ -19,15 +19,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .bart import bart_spec
 from .binning import split_columns
-from .engine.driver import new_work, run_sweep
-from .engine.forest import Forest, forest_sum, init_roots
-from .engine.records import Pseudo, TreePrior, split_data
+from .engine.chain import Chain
+from .engine.records import Pseudo
 from .engine.rows import check_threads
-from .engine.updates.gfr import new_gfr_scratch
 from .predictive import predict_forests
 from .sigma_prior import chipman_sigma2_prior
 from .smctree import _integer  # the estimators' shared option check
-from .storage import encode_forest
 
 
 class GFRRegressor(RegressorMixin, BaseEstimator):
@@ -94,31 +91,27 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("y is constant: there is nothing for the trees to fit")
         n, p = Xa.shape
         columns = split_columns(Xa, kw["max_bins"], kw["split_points"], kw["categorical"])
-        data = split_data(columns.codes, columns.column_weights(np.ones(p)), threads)
-        prior = TreePrior(kw["alpha"], kw["beta"], kw["mu0"], kw["sigma_mu"] ** 2)
+        # no sampler scratch: this chain runs grow-from-root sweeps only
+        chain = Chain.new(columns.codes, kw["m"], alpha=kw["alpha"], beta=kw["beta"], mu0=kw["mu0"],
+                          s2=kw["sigma_mu"] ** 2, split_weights=columns.column_weights(np.ones(p)), threads=threads)
         # least squares needs complete rows: with missing values the reference scale is sd(y)
         a0, b0 = chipman_sigma2_prior(Xa, ya, sigma_hat=float(ya.std()) if np.isnan(Xa).any() else None)
         rng = np.random.default_rng(self.random_state)
-        m = kw["m"]
-        forest = Forest.empty(m, n, kw["mu0"])
-        init_roots(forest.arrays(), data, kw["mu0"])
         f = np.empty(n)
-        forest_sum(forest.arrays(), f, 1)
+        chain.fit(f)
         r = ya - f
-        work, sk, changed = new_work(n), new_gfr_scratch(data.codes), np.zeros(m, dtype=np.bool_)
         thr, trace_var = columns.threshold_table(), columns.trace_var
         sigma2 = float(ya.var())
         self.forests_, sigmas = [], []
         for s in range(sweeps):
             # the driver keeps r the residual of the whole forest, tree by tree
-            if run_sweep(rng, data, prior, forest, Pseudo(r, np.full(n, 1.0 / sigma2), threads), work, sk, changed,
-                         threads) >= 0:
+            if chain.sweep(rng, Pseudo(r, np.full(n, 1.0 / sigma2), threads), warm=True, threads=threads) >= 0:
                 raise RuntimeError("a grow-from-root tree outgrew its node buffers")  # cannot happen: 2n + 1 nodes
             # not r @ r: a BLAS dot leaves OpenBLAS threads spinning, taking the cores from the next sweep
             sigma2 = (b0 + 0.5 * float(np.square(r).sum())) / rng.gamma(a0 + 0.5 * n)
             sigmas.append(np.sqrt(sigma2))
             if s >= burn:
-                self.forests_.append(encode_forest(forest, thr, trace_var, p))
+                self.forests_.append(chain.encode(thr, trace_var, p))
         self.sigma_ = np.array(sigmas)
         self.n_features_in_ = p
         return self

@@ -33,8 +33,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .binning import bin_columns
 from .engine import smc
+from .engine.chain import Chain
 from .engine.leaves import class_counts, n_stats, ng_posteriors, normal_gamma
-from .engine.records import TreePrior, split_data
 from .engine.updates import islands
 from .predictive import leaf_positions, weighted_leaf_sum
 from .sigma_prior import chipman_sigma2_prior
@@ -90,7 +90,7 @@ class _SMCTree(BaseEstimator):
         opts = self._smc_options()
         n_islands = _integer("n_islands", self.n_islands, 1)
         alpha = _real("alpha", self.alpha, 0.0, 1.0)
-        prior = TreePrior(alpha, _real("beta", self.beta, 0.0, math.inf, low_open=False), 0.0, 1.0)
+        tree_prior = (alpha, _real("beta", self.beta, 0.0, math.inf, low_open=False))
         _choice("island_weights", self.island_weights, _ISLAND_WEIGHTS)
         _integer("max_bins", self.max_bins, 2)
         _choice("split_points", self.split_points, ("data", "range"))
@@ -98,15 +98,18 @@ class _SMCTree(BaseEstimator):
             _integer("n_jobs", self.n_jobs, -(2**31))
             if self.n_jobs == 0:
                 raise ValueError("n_jobs must not be 0 (None or 1: one thread; -1: every core)")
-        return opts, n_islands, prior
+        return opts, n_islands, tree_prior
 
     def _grow(self, X, lm, checked):
         """Run the islands on ``X`` under the leaf model ``lm`` with the options ``checked`` (what
         :meth:`_check_common` returned before any work); set the fitted attributes."""
-        opts, n_islands, prior = checked
+        opts, n_islands, (alpha, beta) = checked
         width = n_stats(lm)
         binning = bin_columns(X, self.max_bins, self.split_points)
-        data = split_data(binning.codes, np.ones(X.shape[1]))
+        # a chain of no trees: its coded data and tree prior (the leaves' own prior is the leaf model's); each
+        # island grows its own particles
+        chain = Chain.new(binning.codes, 0, alpha=alpha, beta=beta, mu0=0.0, s2=1.0, start=False)
+        data, prior = chain.data, chain.prior
         thr = binning.threshold_table()
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         seqs = np.random.SeedSequence(seed).spawn(n_islands)

@@ -36,16 +36,18 @@ import base64
 import numba
 import numpy as np
 
-from .engine.nodes import CUT, NODE_INT, ROOT, VALUE, VAR
-from .engine.tree import subtree_nodes
-
-_ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
-_MAGIC_BYTES = b"PMTF"
-_MAGIC = int(np.frombuffer(_MAGIC_BYTES, dtype="<i4")[0])
-_VERSION = 3
-_OLDEST = 2  # format 2: no splits on -x
-_HEADER = 16  # magic, version, m, p
-_NODE_BYTES = 12  # float64 value + int32 variable
+# the writing half is the engine's (a chain encodes its own draws); encode_* are this module's names too
+from .engine.encoding import (  # noqa: F401
+    ALIGN,
+    HEADER,
+    MAGIC,
+    NODE_BYTES,
+    OLDEST,
+    VERSION,
+    blob_layout,
+    encode_forest,
+    encode_preorder,
+)
 
 # what _check_blob found (detail holds its particulars)
 (_OK, _E_SHORT, _E_MAGIC, _E_VERSION, _E_M, _E_P, _E_COUNT, _E_FIT, _E_SIZE, _E_PAD, _E_VAR, _E_EARLY, _E_OPEN,
@@ -59,75 +61,6 @@ class ForestFormatError(ValueError):
         super().__init__(f"{where or f'forest {index}'}: {reason}")
         self.reason = reason
         self.index = index
-
-
-@numba.njit(cache=True, nogil=True)
-def _blob_layout(m, total):
-    """Byte offsets of the values and of the variables, and the padded blob size."""
-    off_val = (_HEADER + 4 * m + 7) // 8 * 8
-    off_var = off_val + 8 * total
-    size = (off_var + 4 * total + _ALIGN - 1) // _ALIGN * _ALIGN
-    return off_val, off_var, size
-
-
-@numba.njit(cache=True, nogil=True)
-def _preorder(ints, floats, n_nodes, thr_table, counts, var_out, val_out):
-    order = np.empty(ints.shape[1], dtype=NODE_INT)
-    pos = 0
-    for j in range(ints.shape[0]):
-        counts[j] = n_nodes[j]
-        for q in range(subtree_nodes(ints[j], ROOT, order)):
-            k = order[q]
-            v = ints[j, k, VAR]
-            var_out[pos] = v
-            val_out[pos] = floats[j, k, VALUE] if v < 0 else thr_table[v, ints[j, k, CUT]]
-            pos += 1
-
-
-def encode_forest(forest, thr_table: np.ndarray, trace_var: np.ndarray | None = None, p: int | None = None) -> str:
-    """Encode a :class:`~pymc_treesamplers.engine.forest.Forest` as a compact ASCII string.
-
-    ``thr_table``: thresholds per split column of the kernels; ``trace_var``: the variable each split
-    column is stored as (``SplitColumns.trace_var``, default: itself), ``p``: the number of covariates
-    (default: the number of split columns).
-
-    >>> from pymc_treesamplers.engine.forest import Forest
-    >>> text = encode_forest(Forest.empty(3, 5, 0.25), np.zeros((2, 1)))
-    >>> text[:6]  # base64 of the format marker
-    'UE1URg'
-    >>> p, counts, var, val = decode_forest(text)
-    >>> p, counts.tolist(), var.tolist(), val.tolist()
-    (2, [1, 1, 1], [-1, -1, -1], [0.25, 0.25, 0.25])
-    """
-    total = int(forest.n_nodes.sum())
-    counts = np.empty(forest.m, dtype=np.int32)
-    var = np.empty(total, dtype=np.int32)
-    val = np.empty(total)
-    _preorder(forest.ints, forest.floats, forest.n_nodes, thr_table, counts, var, val)
-    if trace_var is not None:
-        var[var >= 0] = np.asarray(trace_var, dtype=np.int32)[var[var >= 0]]
-    return encode_preorder(counts, var, val, thr_table.shape[0] if p is None else p)
-
-
-def encode_preorder(counts, var, val, p: int) -> str:
-    """Encode trees given in preorder, as :func:`decode_forest` returns them: node counts per tree,
-    split variables (``-1``: leaf) and values (thresholds on the scale of X, leaf values), fit on
-    ``p`` covariates.
-
-    >>> text = encode_preorder([3], [0, -1, -1], [0.5, -1.0, 1.0], p=2)
-    >>> decode_forest(text)[2].tolist()
-    [0, -1, -1]
-    """
-    counts = np.asarray(counts)
-    m = counts.shape[0]
-    total = int(counts.sum())
-    off_val, off_var, size = (int(x) for x in _blob_layout(m, total))
-    blob = np.zeros(size, dtype=np.uint8)
-    blob[:_HEADER].view("<i4")[:] = (_MAGIC, _VERSION, m, p)
-    blob[_HEADER : _HEADER + 4 * m].view("<i4")[:] = counts
-    blob[off_val:off_var].view("<f8")[:] = val
-    blob[off_var : off_var + 4 * total].view("<i4")[:] = var
-    return base64.b64encode(blob.tobytes()).decode("ascii")
 
 
 def decode_forest(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
@@ -147,7 +80,7 @@ def decode_forest(text: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     m = int(i32[2])
     counts = i32[4 : 4 + m]
     total = int(counts.sum())
-    off_val, off_var, _ = (int(x) for x in _blob_layout(m, total))
+    off_val, off_var, _ = (int(x) for x in blob_layout(m, total))
     val = raw[off_val:off_var].view("<f8")
     var = raw[off_var : off_var + 4 * total].view("<i4")
     return p, counts, var, val
@@ -159,21 +92,21 @@ def _check_blob(raw, b, size, detail):
 
     Reads nothing outside the blob, whatever its bytes say; ``b`` is a multiple of 24.
     """
-    if size < _HEADER + 8:
+    if size < HEADER + 8:
         detail[0] = size
         return _E_SHORT
     i32 = raw.view(np.int32)
     f64 = raw.view(np.float64)
     w = b // 4
-    if i32[w] != _MAGIC:
+    if i32[w] != MAGIC:
         return _E_MAGIC
     version = i32[w + 1]
-    if version < _OLDEST or version > _VERSION:
+    if version < OLDEST or version > VERSION:
         detail[0] = version
         return _E_VERSION
     m = np.int64(i32[w + 2])
     p = i32[w + 3]
-    if m < 1 or _HEADER + 4 * m > size:
+    if m < 1 or HEADER + 4 * m > size:
         detail[0] = m
         detail[1] = size
         return _E_M
@@ -189,19 +122,19 @@ def _check_blob(raw, b, size, detail):
             return _E_COUNT
         total += c
         # a running bound: it also keeps the layout arithmetic far from overflow whatever the counts say
-        if total * _NODE_BYTES > size:
+        if total * NODE_BYTES > size:
             detail[0] = j
             detail[1] = total
             detail[2] = size
             return _E_FIT
-    off_val, off_var, need = _blob_layout(m, total)
+    off_val, off_var, need = blob_layout(m, total)
     if need != size:
         detail[0] = total
         detail[1] = need
         detail[2] = size
         return _E_SIZE
     # zero padding: a flipped padding byte is harmless to read, but it is a corrupted blob all the same
-    for q in range(_HEADER + 4 * m, off_val):
+    for q in range(HEADER + 4 * m, off_val):
         if raw[b + q] != 0:
             detail[0] = q
             return _E_PAD
@@ -261,7 +194,7 @@ def _looks_like_format_1(blob: np.ndarray) -> bool:
         return False
     total = int(blob[8 : 8 + 4 * m].view("<i4").astype(np.int64).sum())
     off_var = (8 + 4 * m + 7) // 8 * 8 + 8 * total
-    return (off_var + 2 * total + _ALIGN - 1) // _ALIGN * _ALIGN == blob.size
+    return (off_var + 2 * total + ALIGN - 1) // ALIGN * ALIGN == blob.size
 
 
 def _explain(code: int, detail: np.ndarray, blob: np.ndarray) -> str:
@@ -275,9 +208,9 @@ def _explain(code: int, detail: np.ndarray, blob: np.ndarray) -> str:
         return ("not a pymc_treesamplers forest encoding (no PMTF format marker): corrupted, not a forest, or "
                 "written by an older version of pymc_treesamplers; re-run the sampler")
     if code == _E_VERSION:
-        age = "a newer" if d0 > _VERSION else "an older"
+        age = "a newer" if d0 > VERSION else "an older"
         return (f"not a pymc_treesamplers forest encoding this version reads: format {d0} (written by {age} "
-                f"version of pymc_treesamplers), this version reads formats {_OLDEST} to {_VERSION}")
+                f"version of pymc_treesamplers), this version reads formats {OLDEST} to {VERSION}")
     if code == _E_M and d0 >= 1:
         reason = f"the header says m = {d0} trees, whose node counts alone overflow a blob of {d1} bytes"
     elif code == _E_VALUE:
@@ -394,5 +327,5 @@ def blob_trees(raw, b):
     total = 0
     for j in range(m):
         total += counts[j]
-    off_val, off_var, _ = _blob_layout(m, total)
+    off_val, off_var, _ = blob_layout(m, total)
     return counts, i32[(b + off_var) // 4 : (b + off_var) // 4 + total], f64[(b + off_val) // 8 : (b + off_var) // 8]

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from examples.demo import main
 from pymc_treesamplers import datasets
-from pymc_treesamplers.demo import main
 
 
 def test_demo_quick_writes_its_outputs(tmp_path):

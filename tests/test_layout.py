@@ -74,3 +74,48 @@ def test_the_engine_check_catches_an_import_from_outside():
     assert _outside_engine(_imports(probe, "from ... import predictive")) == {
         "pymc_treesamplers", "pymc_treesamplers.predictive"}
     assert _outside_engine(_imports(probe, "from ..rows import range_suff\nfrom . import cgm")) == set()
+
+
+# what only engine/chain.py may call outside the engine: the pieces of a chain's set-up and its sweep
+_CHAIN_ONLY = {"split_data", "TreePrior", "Forest", "Forest.empty", "init_roots", "new_work", "run_sweep", "sweep",
+               "forest_sum"}
+
+
+def _hand_built(text: str) -> set[str]:
+    """The names of :data:`_CHAIN_ONLY` that a file's code calls: ``f(...)``, ``Forest.empty(...)`` or
+    ``module.f(...)`` (not ``x.sweep(...)``, which is also the chain's own method)."""
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Name):
+            names = {f.id}
+        elif isinstance(f, ast.Attribute):
+            names = {f.attr} - {"sweep"}
+            if isinstance(f.value, ast.Name):
+                names.add(f"{f.value.id}.{f.attr}")
+        else:
+            names = set()
+        found |= names & _CHAIN_ONLY
+    return found
+
+
+def test_only_the_chain_object_builds_what_a_chain_holds():
+    """Outside engine/, nothing builds split data, a tree prior, a forest or the driver's buffers by hand, nor
+    runs the driver: the package, its benchmarks, examples and prototypes go through engine/chain.py's Chain
+    (tests may build tiny kernels' inputs by hand: they test the pieces)."""
+    files = [p for folder in ("pymc_treesamplers", "benchmarks", "examples", "prototypes", "scripts")
+             for p in sorted((ROOT / folder).rglob("*.py"))
+             if (ROOT / "pymc_treesamplers" / "engine") not in p.parents]
+    assert len(files) > 60
+    bad = {str(p.relative_to(ROOT)): sorted(_hand_built(p.read_text())) for p in files}
+    assert not {k: v for k, v in bad.items() if v}
+
+
+def test_the_chain_check_catches_a_forest_built_by_hand():
+    assert _hand_built("f = Forest.empty(3, 5, 0.0)\ninit_roots(f.arrays(), data, 0.0)") == {
+        "Forest.empty", "init_roots"}
+    assert _hand_built("prior = records.TreePrior(0.95, 2.0, 0.0, 1.0)") == {"TreePrior"}
+    assert _hand_built("prior = TreePrior(0.95, 2.0, 0.0, 1.0)\nw = new_work(4)") == {"TreePrior", "new_work"}
+    assert _hand_built("chain = Chain.new(codes, 3, alpha=0.95, beta=2.0, mu0=0.0, s2=1.0)") == set()

@@ -1,4 +1,4 @@
-"""The data-parallel prototype (pymc_treesamplers/experimental/mpi.py) is the package's grow/prune chain, over MPI
+"""The data-parallel prototype (prototypes/mpi.py) is the package's grow/prune chain, over MPI
 ranks.
 
 * One process reproduces ``GrowPruneStep`` tree for tree (same seed, same data, sigma fixed).
@@ -26,9 +26,9 @@ import pymc as pm
 import pytest
 
 import pymc_treesamplers as pmt
+from prototypes.mpi import Fit, Reducer, bin_rows, compare_fits, fit
 from pymc_treesamplers.binning import split_columns
 from pymc_treesamplers.datasets import friedman1
-from pymc_treesamplers.experimental.mpi import Fit, Reducer, bin_rows, compare_fits, fit
 
 ROOT = Path(__file__).resolve().parent.parent
 RTOL = 1e-9
@@ -98,11 +98,11 @@ def _mpirun() -> list[str]:
 
 
 def _run_ranks(tmp_path, X, y, *options) -> tuple[subprocess.CompletedProcess, Path]:
-    """``mpirun -n 2 python -m pymc_treesamplers.experimental.mpi`` on X, y; the whole process group is killed on
+    """``mpirun -n 2 python -m prototypes.mpi`` on X, y; the whole process group is killed on
     timeout."""
     data, out = tmp_path / "xy.npz", tmp_path / "draws.npz"
     np.savez(data, X=X, y=y)
-    cmd = _mpirun() + [sys.executable, "-m", "pymc_treesamplers.experimental.mpi", "--data", str(data),
+    cmd = _mpirun() + [sys.executable, "-m", "prototypes.mpi", "--data", str(data),
                        "--out", str(out), *options]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,

@@ -153,10 +153,10 @@ def test_step_options_are_explicit_keywords():
 
 
 def test_first_compile_is_announced_once(caplog, monkeypatch):
-    from pymc_treesamplers.steps import base
+    from pymc_treesamplers.steps import compiling
 
-    monkeypatch.setattr(base, "_COMPILED", set())
-    monkeypatch.setattr(base, "_in_numba_cache", lambda dispatcher, args: False)
+    monkeypatch.setattr(compiling, "_COMPILED", set())
+    monkeypatch.setattr(compiling, "in_numba_cache", lambda chain, lik, warm: False)
     X, y, _ = friedman1(30, p=5, rng=0)
     with caplog.at_level(logging.INFO, logger="pymc_treesamplers"), pm.Model():
         mu = pmt.BART("mu", X, y, m=2)
@@ -171,8 +171,8 @@ def test_compile_notice_is_shown_without_any_logging_setup():
     without a handler is dropped), as PyMC's own "Sequential sampling ..." does."""
     script = (
         "import numpy as np, pymc as pm, pymc_treesamplers as pmt\n"
-        "from pymc_treesamplers.steps import base\n"
-        "base._in_numba_cache = lambda dispatcher, args: False  # as on a machine's first use\n"
+        "from pymc_treesamplers.steps import compiling\n"
+        "compiling.in_numba_cache = lambda chain, lik, warm: False  # as on a machine's first use\n"
         "X = np.linspace(0, 1, 20)[:, None]\n"
         "with pm.Model():\n"
         "    mu = pmt.BART('mu', X, X[:, 0], m=2)\n"

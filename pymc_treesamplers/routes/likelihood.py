@@ -24,6 +24,7 @@ value ``f``) and ``compile_record()`` (a small record of that type, to compile t
 from __future__ import annotations
 
 import warnings
+from typing import Any, Protocol
 
 import numpy as np
 import pymc as pm
@@ -40,6 +41,25 @@ from ..engine.records import Pseudo
 from . import families as fam
 from .augment import augment_pseudo, augmented, can_augment
 from .graph import GraphLik, graph_lik, register_host
+
+
+class WorkingModel(Protocol):
+    """What a step sees of one output's likelihood (module docstring): every route's working model has these.
+
+    ``corrected``: whether the tree updates need the Metropolis-Hastings correction (every record but exact
+    Gaussian pseudo-data); ``leaf_prior(op, m)``: the leaf prior ``(mu0, s2)`` on the route's scale;
+    ``sweep_input(f, rng, threads)``: the record one sweep runs on at the BART value ``f``;
+    ``compile_record()``: a small record of that type, to compile the sweep before sampling.
+    """
+
+    @property
+    def corrected(self) -> bool: ...
+
+    def leaf_prior(self, op, m: int) -> tuple[float, float]: ...
+
+    def sweep_input(self, f: np.ndarray, rng: np.random.Generator, threads: int = 1) -> Any: ...
+
+    def compile_record(self) -> Any: ...
 
 
 class OutputView:
@@ -599,8 +619,7 @@ def _residuals(z: np.ndarray, w: np.ndarray, f: np.ndarray, threads: int) -> Pse
 
 
 def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict, center: float,
-                  compile_kwargs=None, view: OutputView | None = None, route: str = "auto"
-                  ) -> GaussianWorkingModel | FamilyWorkingModel | GraphWorkingModel:
+                  compile_kwargs=None, view: OutputView | None = None, route: str = "auto") -> WorkingModel:
     """The working model of ``bart_rv``'s likelihood (module docstring); ``center``: the leaf prior mean;
     ``view``: one output of a BART variable with several, given the others; ``route``: a family's route
     (:class:`FamilyWorkingModel`).

@@ -7,6 +7,7 @@ import pymc as pm
 
 from ..engine.updates.ct import new_ct_scratch
 from .base import BaseTreeStep
+from .options import tree_step
 
 
 def _move_count(name: str, value) -> int:
@@ -20,6 +21,7 @@ def _move_count(name: str, value) -> int:
     return int(value)
 
 
+@tree_step
 class CTBirthDeathStep(BaseTreeStep):
     """Continuous-time birth-death MCMC: each tree follows the birth-death jump process for time
     ``horizon`` per draw and keeps the state it is in at that time.
@@ -53,22 +55,7 @@ class CTBirthDeathStep(BaseTreeStep):
         a Gibbs redraw of a node's rule among the rules that cut its rows the same way, mirrored or
         not (it moves a root split from x1 to the equivalent split on x3 on the Wu et al. data).
         ``rotate=True, change=True`` is the paper's CT-C arm, ``rotate=True`` alone its CT-B.
-    threads : int, default 1
-        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
-        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
-    route : {"auto", "expand"}, default "auto"
-        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
-        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
-        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
-        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
-        every family. Both are exact.
-    warm_start : int, default 0
-        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
-        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
-        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
-        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
-    model, initial_point, compile_kwargs, blocked, rng
-        As for PyMC's own step methods.
+    (the options of every tree step)
 
     Notes
     -----
@@ -91,14 +78,7 @@ class CTBirthDeathStep(BaseTreeStep):
         mode: str = "horizon",
         rotate: bool | int = False,
         change: bool | int = False,
-        model=None,
-        initial_point=None,
-        compile_kwargs=None,
-        blocked=False,
-        rng=None,
-        threads: int = 1,
-        route: str = "auto",
-        warm_start: int = 0,
+        **shared,
     ):
         if mode not in ("horizon", "jump"):
             raise ValueError(f"mode must be 'horizon' or 'jump', got {mode!r}")
@@ -116,10 +96,9 @@ class CTBirthDeathStep(BaseTreeStep):
         self._extra_stats = {"jumps": np.float64, "total_rate": np.float64}
         if mode == "jump":
             self._extra_stats["waiting_time"] = np.float64
-        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
-                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, **shared)
         if mode == "jump":
-            model = pm.modelcontext(model)
+            model = pm.modelcontext(shared.get("model"))
             others = [rv.name for rv in model.free_RVs if rv.name != self.var_name]
             if others or self.m != 1:
                 raise ValueError(
@@ -133,7 +112,7 @@ class CTBirthDeathStep(BaseTreeStep):
         return new_ct_scratch(codes, m, horizon, self.rotate, self.change)
 
     def _sampler_stats(self) -> dict:
-        sk = self._buffers()[1]
+        sk = self._scratch
         out = {"jumps": float(sk.jumps.mean()), "total_rate": float(sk.rate.mean())}
         if self.mode == "jump":
             lam = float(sk.rate[0])

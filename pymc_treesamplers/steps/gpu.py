@@ -3,7 +3,7 @@
 :mod:`pymc_treesamplers.gpu` with the step's move probabilities, its state kept on the device across draws
 (docs/gpu.md).
 
-Each draw, :meth:`DeviceSweep.draw`:
+Each draw, :meth:`DeviceSweep.draw` (the step's sweeper, as :class:`~.base.CPUSweeper` is on the CPU):
 
 1. asks the step's working model for the exact Gaussian pseudo-data at the current BART value (those the
    CPU step's ``sweep_input`` makes its residual of): ``z`` and one weight ``w = 1 / sigma^2`` for every row;
@@ -142,11 +142,35 @@ class DeviceSweep:
         return 1.0 / w0
 
     # ------------------------------------------------------------------------------------------ chain
+    # the step's sweeper (steps/base.py's CPUSweeper has the same methods): the forest lives on the device, so
+    # the sampling state holds no trees and a restored state starts its chain again
+    def compile(self, step) -> None:
+        """Nothing to compile before sampling: the device kernels compile at a chain's first draw."""
+
+    def start(self, step) -> None:
+        """A new chain: the single-leaf trees' fit; the sweep object is made again at its first draw."""
+        step.f[:] = _first_sum(step.prior.mu0, step.m)
+        self.reset()
+
     def reset(self) -> None:
-        """A new chain: the sweep object is made again at its first draw."""
         self.sweep = None
         self.z = None
         self.prev = None
+
+    def arrived(self, step) -> None:
+        """In a new process the device state is gone (it does not pickle): the chain starts again."""
+        self.start(step)
+        step.synced = False
+
+    def trees(self, step) -> None:
+        return None
+
+    def restore(self, step, forests) -> None:
+        if forests is not None:
+            raise ValueError(f"backend={self.backend!r} keeps its forest on the device: a sampling state with "
+                             "CPU forests cannot be restored into it")
+        self.start(step)
+        step.synced = False
 
     def __getstate__(self):
         # a worker process starts its own chain: device arrays do not travel
@@ -167,8 +191,15 @@ class DeviceSweep:
         self.prev = (ints.copy(), used.copy())
 
     # ------------------------------------------------------------------------------------------ draw
-    def draw(self, step) -> tuple[np.ndarray, dict, np.ndarray]:
-        """One sweep at the step's current BART value and the model's point: ``(fit, stats, changed)``."""
+    def draw(self, step, warm: bool = False) -> tuple[dict, np.ndarray, np.ndarray]:
+        """One sweep at the step's current BART value and the model's point: the fit into ``step.f``, and the
+        draw's stats, which trees changed and the (no) likelihood correction's counts, as the CPU sweeper's."""
+        fit, values, changed = self._sweep(step)
+        step.f[0] = fit
+        values["accept"] = float(changed.mean())
+        return values, changed, np.zeros(2, dtype=np.int64)
+
+    def _sweep(self, step) -> tuple[np.ndarray, dict, np.ndarray]:
         from ..gpu.host import moved_by
 
         # the pseudo-data themselves (the CPU step's sweep_input makes the residual z - f of them, which the

@@ -3,89 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-from pymc.blocking import RaveledVars
 
 from ..engine.updates.mh import new_mh_scratch
 from .base import BaseTreeStep
-from .gpu import DeviceSweep, _first_sum, check_backend
+from .gpu import DeviceSweep, check_backend
+from .options import tree_step
 
 
 class _MHStep(BaseTreeStep):
-    """The MH tree steps' common part: the move mixture's scratch, and the ``backend`` option (the sweep on the
-    CPU kernels, or on the GPU, :mod:`.gpu`)."""
+    """The MH tree steps' common part: the move mixture's scratch, and the ``backend`` option (where the sweeps
+    run: the CPU kernels, or the GPU's :class:`~.gpu.DeviceSweep`)."""
 
     move_probs: np.ndarray
 
-    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", backend: str = "cpu",
-                 warm_start: int = 0, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
-        self.backend = check_backend(backend, threads)
-        if self.backend != "cpu" and warm_start:
+    def __init__(self, vars=None, *, backend: str = "cpu", **shared):
+        self.backend = check_backend(backend, shared.get("threads", 1))
+        if self.backend != "cpu" and shared.get("warm_start", 0):
             raise ValueError(f"warm_start is not available with backend={backend!r} (the grow-from-root sweep runs on "
                              "the CPU): use backend='cpu' or warm_start=0")
-        self._device = None
-        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
-                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
-        if self.backend != "cpu":
-            self._device = DeviceSweep(self, self.backend)
+        super().__init__(vars, **shared)
 
     def _new_scratch(self, codes, m):
         return new_mh_scratch(self.move_probs, codes.shape[0], codes.shape[1], m)
 
-    # backend="cuda": the sweep and its state live in self._device (steps/gpu.py); no CPU forest, no CPU kernels
-
-    def _compile_kernels(self) -> None:
-        if self.backend == "cpu":
-            super()._compile_kernels()
-
-    def _reset_forests(self) -> None:
-        if self.backend == "cpu":
-            super()._reset_forests()
-            return
-        self.forests = None  # the trees are on the device
-        self.f = np.full((self.k, self.n), _first_sum(self.prior.mu0, self.m))
-        self.fresh = True
-        self.synced = False
-        self._changed = np.zeros((self.k, self.m), dtype=np.bool_)
-        self._split_counts = np.zeros(self.data.codes.shape[0], dtype=np.int64)
-        if self._device is not None:
-            self._device.reset()
+    def _new_sweeper(self):
+        return super()._new_sweeper() if self.backend == "cpu" else DeviceSweep(self, self.backend)
 
     @property
-    def trees(self) -> list | None:
-        """As :attr:`BaseTreeStep.trees`; with a GPU backend always None (the forest lives on the device: a
-        restored sampling state starts its chain again)."""
-        return BaseTreeStep.trees.fget(self) if self.backend == "cpu" else None
-
-    @trees.setter
-    def trees(self, forests: list | None) -> None:
-        if self.backend == "cpu":
-            BaseTreeStep.trees.fset(self, forests)
-        elif forests is not None:
-            raise ValueError(f"backend={self.backend!r} keeps its forest on the device: a sampling state with "
-                             "CPU forests cannot be restored into it")
-        else:
-            self._reset_forests()
-
-    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
-        if self.backend == "cpu":
-            return super().astep(q0)
-        self._check_value(q0)
-        self.fresh = False
-        fit, values, changed = self._device.draw(self)
-        self.f[0] = fit
-        self._changed[0] = changed
-        self.synced = True
-        values["accept"] = float(changed.mean())
-        stats = {"tune": self.tune, "warning": self._watch(np.zeros(2, dtype=np.int64)),
-                 **{self._stat_names[k]: v for k, v in values.items()}}
-        return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
+    def _device(self) -> DeviceSweep | None:
+        """The GPU sweep (``backend="cuda"`` or ``"cuda-twin"``), else None."""
+        return None if self.backend == "cpu" else self.sweeper
 
 
-
-
+@tree_step
 class GrowPruneStep(_MHStep):
     """Grow/prune Metropolis-Hastings on every tree per draw (the move set of BART, dbarts, stochtree).
 
@@ -96,15 +48,6 @@ class GrowPruneStep(_MHStep):
     ----------
     vars : list of one BART variable, optional
         Defaults to the model's BART variable.
-    threads : int, default 1
-        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
-        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
-    route : {"auto", "expand"}, default "auto"
-        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
-        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
-        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
-        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
-        every family. Both are exact.
     backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
         Where the sweep runs. ``"cuda"``: on one NVIDIA GPU (``pip install 'pymc-treesamplers[gpu]'``,
         docs/gpu.md), the rows and trees kept on the device across draws; only the exact Gaussian route (a
@@ -113,13 +56,7 @@ class GrowPruneStep(_MHStep):
         refused when the step is built. The same posterior, priors, split coding and stored forests as
         ``"cpu"`` (a different random stream). ``"cuda-twin"``: the GPU sweep's CPU twin (the device's
         decision code and random stream on the CPU, one thread; the draws of ``"cuda"``), for tests.
-    warm_start : int, default 0
-        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
-        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
-        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
-        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
-    model, initial_point, compile_kwargs, blocked, rng
-        As for PyMC's own step methods.
+    (the options of every tree step)
 
     Examples
     --------
@@ -129,12 +66,12 @@ class GrowPruneStep(_MHStep):
 
     name = "growprune"
 
-    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", backend: str = "cpu",
-                 warm_start: int = 0, model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
+    def __init__(self, vars=None, *, backend: str = "cpu", **shared):
         self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
-        super().__init__(vars, threads=threads, route=route, backend=backend, warm_start=warm_start, model=model,
-                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, backend=backend, **shared)
 
+
+@tree_step
 class CGMStep(_MHStep):
     """Chipman-George-McCulloch Metropolis-Hastings: grow, prune, change and swap moves.
 
@@ -147,27 +84,12 @@ class CGMStep(_MHStep):
     move_probs : sequence of 4 floats, default (0.25, 0.25, 0.40, 0.10)
         Probabilities of proposing a grow, prune, change and swap. Grow and prune must be
         positive (they are each other's reverse); the four must sum to 1.
-    threads : int, default 1
-        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
-        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
-    route : {"auto", "expand"}, default "auto"
-        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
-        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
-        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
-        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
-        every family. Both are exact.
     backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
         Where the sweep runs, as for :class:`GrowPruneStep` (docs/gpu.md): ``"cuda"`` runs these four moves on
         one NVIDIA GPU, with the same refusals. On the GPU a change or swap above a subtree of more than 31
         nodes leaves the tree as it is (exact: the moves keep the tree's shape, so the restriction is
         symmetric).
-    warm_start : int, default 0
-        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
-        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
-        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
-        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
-    model, initial_point, compile_kwargs, blocked, rng
-        As for PyMC's own step methods.
+    (the options of every tree step)
 
     Examples
     --------
@@ -182,15 +104,8 @@ class CGMStep(_MHStep):
         vars=None,
         *,
         move_probs: Sequence[float] = (0.25, 0.25, 0.40, 0.10),
-        model=None,
-        initial_point=None,
-        compile_kwargs=None,
-        blocked=False,
-        rng=None,
-        threads: int = 1,
-        route: str = "auto",
         backend: str = "cpu",
-        warm_start: int = 0,
+        **shared,
     ):
         try:
             probs = np.asarray(move_probs, dtype=float)
@@ -203,5 +118,4 @@ class CGMStep(_MHStep):
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
-        super().__init__(vars, threads=threads, route=route, backend=backend, warm_start=warm_start, model=model,
-                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, backend=backend, **shared)

@@ -16,12 +16,14 @@ from ..engine.smc import (
 )
 from ..engine.updates.pg import new_pg_scratch
 from .base import BaseTreeStep
+from .options import tree_step
 
 _PROPOSALS = {"prior": PROPOSAL_PRIOR, "empirical": PROPOSAL_EMPIRICAL, "optimal": PROPOSAL_OPTIMAL}
 _RESAMPLING = {"multinomial": RESAMPLE_MULTINOMIAL, "systematic": RESAMPLE_SYSTEMATIC}
 _EXPANSIONS = {"node": EXPANSION_NODE, "layer": EXPANSION_LAYER}
 
 
+@tree_step
 class PGBARTStep(BaseTreeStep):
     """Particle Gibbs: each tree is redrawn whole by a conditional SMC clamped to the old tree.
 
@@ -50,22 +52,7 @@ class PGBARTStep(BaseTreeStep):
         runs a fresh unconditional SMC (same options) and takes a tree from it with probability
         ``min(1, Z'/Z)`` of the two runs' marginal-likelihood estimates. Unlike the conditional
         run, a fresh run owes nothing to the old tree, so a chain can leave a poor tree whole.
-    threads : int, default 1
-        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
-        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
-    route : {"auto", "expand"}, default "auto"
-        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
-        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
-        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
-        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
-        every family. Both are exact.
-    warm_start : int, default 0
-        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
-        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
-        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
-        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
-    model, initial_point, compile_kwargs, blocked, rng
-        As for PyMC's own step methods.
+    (the options of every tree step)
 
     Notes
     -----
@@ -92,14 +79,7 @@ class PGBARTStep(BaseTreeStep):
         max_stages: int = 5000,
         expansion: str = "node",
         pimh: int = 0,
-        model=None,
-        initial_point=None,
-        compile_kwargs=None,
-        blocked=False,
-        rng=None,
-        threads: int = 1,
-        route: str = "auto",
-        warm_start: int = 0,
+        **shared,
     ):
         c = num_particles
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 2:
@@ -124,14 +104,13 @@ class PGBARTStep(BaseTreeStep):
             self._extra_stats = {**self._extra_stats, "pimh_accept": np.float64}
         self.opts = SMCOptions(int(c), _PROPOSALS[proposal], _RESAMPLING[resampling], float(ess), int(stages),
                                _EXPANSIONS[expansion])
-        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
-                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, **shared)
 
     def _new_scratch(self, codes, m):
         return new_pg_scratch(self.opts, codes, m, self.pimh)
 
     def _sampler_stats(self) -> dict:
-        sk = self._buffers()[1]
+        sk = self._scratch
         out = {"kept_old": float(sk.kept.mean()), "stages": float(sk.stages.mean())}
         if self.pimh:
             out["pimh_accept"] = float(sk.accepted.mean()) / self.pimh
@@ -155,6 +134,8 @@ class PGBART(PGBARTStep):
 
     >>> # idata = pm.sample(step=[pmt.PGBART([mu], num_particles=10)])
     """
+
+    __signature__ = None  # its own, not the one tree_step gave PGBARTStep
 
     def __init__(self, vars=None, num_particles: int = 10, batch=None, model=None, initial_point=None,
                  compile_kwargs=None, blocked=False, rng=None, **kwargs):

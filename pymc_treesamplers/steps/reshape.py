@@ -8,12 +8,14 @@ import numpy as np
 
 from ..engine.updates.reshape import KIND_NAMES, new_reshape_scratch
 from .base import BaseTreeStep
+from .options import tree_step
 
 DEFAULT_PROBS = (0.2, 0.2, 0.25, 0.1, 0.05, 0.1, 0.1)
 # n_moves=None: about this many proposals per sweep in all, at least one per tree (1 for m >= 200)
 MOVES_PER_SWEEP = 100
 
 
+@tree_step
 class ReshapeStep(BaseTreeStep):
     """Metropolis-Hastings with moves that reshape a tree, several proposals per tree and sweep.
 
@@ -44,22 +46,7 @@ class ReshapeStep(BaseTreeStep):
         Probabilities of grow, prune, change, swap, restructure, splice and reroute proposals;
         grow and prune must be positive, the seven must sum to 1. A single-leaf tree always
         proposes a grow.
-    threads : int, default 1
-        Threads for the passes over rows of a long data set (docs/scale.md); draws are the same for
-        any value. Keep ``threads`` x chains run in parallel within the machine's cores.
-    route : {"auto", "expand"}, default "auto"
-        How a likelihood that is not Gaussian in the BART value is handled (docs/likelihoods.md).
-        ``"auto"``: exact data augmentation for Bernoulli/Binomial (logit: Polya-Gamma, probit: Albert-Chib)
-        and Student-t, exact leaf sums with Laplace leaves for Poisson, negative binomial, Gamma and a log
-        sd; ``"expand"``: a Gaussian expansion at the other trees' fit, Metropolis-Hastings corrected, for
-        every family. Both are exact.
-    warm_start : int, default 0
-        Grow-from-root sweeps (XBART; docs/mixing.md) at the start of each chain, in place of this step's
-        first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its local
-        posterior, so the chain starts near the data. They run only while tuning (never more than ``tune``
-        of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
-    model, initial_point, compile_kwargs, blocked, rng
-        As for PyMC's own step methods.
+    (the options of every tree step)
 
     Notes
     -----
@@ -79,14 +66,7 @@ class ReshapeStep(BaseTreeStep):
         *,
         n_moves: int | None = None,
         move_probs: Sequence[float] = DEFAULT_PROBS,
-        model=None,
-        initial_point=None,
-        compile_kwargs=None,
-        blocked=False,
-        rng=None,
-        threads: int = 1,
-        route: str = "auto",
-        warm_start: int = 0,
+        **shared,
     ):
         if n_moves is not None and (isinstance(n_moves, bool) or not isinstance(n_moves, (int, np.integer))
                                     or n_moves < 1):
@@ -104,8 +84,7 @@ class ReshapeStep(BaseTreeStep):
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
         self._n_moves = n_moves
-        super().__init__(vars, threads=threads, route=route, warm_start=warm_start, model=model,
-                         initial_point=initial_point, compile_kwargs=compile_kwargs, blocked=blocked, rng=rng)
+        super().__init__(vars, **shared)
 
     @property
     def n_moves(self) -> int:
@@ -118,7 +97,7 @@ class ReshapeStep(BaseTreeStep):
         return new_reshape_scratch(self.move_probs, self.n_moves, codes.shape[0], codes.shape[1])
 
     def _sampler_stats(self) -> dict:
-        sk = self._buffers()[1]
+        sk = self._scratch
         proposed = int(sk.proposed.sum())
         out = {"moves_accept": float(sk.accepted.sum()) / max(proposed, 1)}
         sk.proposed[:] = 0

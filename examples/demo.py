@@ -1,6 +1,6 @@
 """Demo: BART on Boston housing with every tree sampler of the package, compared side by side.
 
-Run ``python -m pymc_treesamplers.demo [--out DIR] [--draws N] [--tune N] [--quick]``.
+Run ``python -m examples.demo [--out DIR] [--draws N] [--tune N] [--quick]``.
 
 For each sampler (every ``*Step`` class in ``pymc_treesamplers.__all__``) the demo fits
 
@@ -22,7 +22,7 @@ rows, test RMSE of the posterior mean and the posterior mean of sigma. It writes
 "Best" is the sampler with the highest minimum ESS/s of the fit. ``--quick`` is a tiny run
 (100 tune + 100 draws) for smoke tests; its numbers are not meaningful.
 
->>> # from pymc_treesamplers.demo import main; main(["--quick", "--out", "/tmp/demo"])
+>>> # from examples.demo import main; main(["--quick", "--out", "/tmp/demo"])
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ def available_samplers() -> dict[str, type]:
     return {cls.name: cls for cls in classes}
 
 
-def split_data(seed: int = SEED) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, np.ndarray]:
+def train_test_rows(seed: int = SEED) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, np.ndarray]:
     """Fixed random 80/20 train/test split of Boston housing: ``X_train, y_train, X_test, y_test``.
 
-    >>> X_tr, y_tr, X_te, y_te = split_data()
+    >>> X_tr, y_tr, X_te, y_te = train_test_rows()
     >>> len(y_tr), len(y_te)
     (405, 101)
     """
@@ -241,7 +241,7 @@ def warm_up(samplers: dict[str, type], X_train, y_train) -> float:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m pymc_treesamplers.demo",
+        prog="python -m examples.demo",
         description="Fit BART to Boston housing with every pymc-treesamplers sampler and compare them.",
     )
     parser.add_argument("--out", type=Path, default=Path("demo_output"), help="output directory (default demo_output/)")
@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     samplers = available_samplers()
-    X_train, y_train, X_test, y_test = split_data()
+    X_train, y_train, X_test, y_test = train_test_rows()
     print(f"Boston housing: {len(y_train)} training rows, {len(y_test)} test rows, {X_train.shape[1]} covariates")
     print(
         f"BART m={N_TREES}; samplers: {', '.join(samplers)}; {CHAINS} chains on {CORES} cores, "

@@ -41,7 +41,7 @@ all-gathered once: exact, but O(distinct values) per rank).
 >>> len(out.forests), out.sigma.shape
 (4, (4,))
 
-Run it over ranks: ``mpirun -n 2 python -m pymc_treesamplers.experimental.mpi --friedman 2000 --m 20 --sweeps 50``
+Run it over ranks: ``mpirun -n 2 python -m prototypes.mpi --friedman 2000 --m 20 --sweeps 50``
 (``--help`` lists the options).
 """
 
@@ -58,19 +58,20 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from ..binning import bin_columns
-from ..engine.forest import Forest, forest_sum, forest_summary
-from ..engine.gaussian import leaf_draw, leaf_suff
-from ..engine.nodes import CUT, DEPTH, END, LEFT, LWAVAIL, RIGHT, ROW_INT, RULELP, START, VALUE, VAR
-from ..engine.prior import (
+from pymc_treesamplers.binning import bin_columns
+from pymc_treesamplers.engine.chain import Chain
+from pymc_treesamplers.engine.forest import Forest
+from pymc_treesamplers.engine.gaussian import leaf_draw, leaf_suff
+from pymc_treesamplers.engine.nodes import CUT, DEPTH, END, LEFT, LWAVAIL, RIGHT, ROW_INT, RULELP, START, VALUE, VAR
+from pymc_treesamplers.engine.prior import (
     NEG_INF,
     code_range,
     draw_split_rule,
     node_log_avail,
     rule_log_prob,
 )
-from ..engine.records import Pseudo, SplitData, Tree, TreePrior, split_data
-from ..engine.tree import (
+from pymc_treesamplers.engine.records import Pseudo, SplitData, Tree, TreePrior
+from pymc_treesamplers.engine.tree import (
     GROWABLE,
     NOG,
     add_tree,
@@ -82,9 +83,9 @@ from ..engine.tree import (
     set_leaf,
     split_log_ratio_sums,
 )
-from ..predictive import predict_preorder
-from ..sigma_prior import chipman_sigma2_prior
-from ..storage import decode_forest, encode_forest
+from pymc_treesamplers.predictive import predict_preorder
+from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
+from pymc_treesamplers.storage import decode_forest
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -351,7 +352,9 @@ class _Chain:
         codes = np.empty((reduced.shape[1], 2), dtype=np.uint16)
         codes[:, 0] = -reduced[0]
         codes[:, 1] = reduced[1]
-        return split_data(codes, self.data.wsplit)
+        # the chain's split data with the node's two summary rows in place of the rows
+        return self.data._replace(codes=codes, code_min=codes.min(axis=1).astype(np.int64),
+                                  code_max=codes.max(axis=1).astype(np.int64))
 
     def node_ranges(self, t: Tree, nodes: list[int]) -> np.ndarray:
         """The reduced ``(-min, max)`` codes of each of ``nodes``: one ``MAX`` all-reduce."""
@@ -573,7 +576,6 @@ def fit(
     if sigma_mu is None:
         spread = y_max + y_negmin
         sigma_mu = spread / (2.0 * k * np.sqrt(m)) if spread > 0 else 1.0 / np.sqrt(m)
-    prior = TreePrior(float(alpha), float(beta), float(mu0), float(sigma_mu) ** 2)
     if sigma is None:
         sigma_hat = math.sqrt(max(y_sq / n - mean * mean, 0.0))
         a, b = sigma2_prior if sigma2_prior is not None else chipman_sigma2_prior(None, None, sigma_hat=sigma_hat)
@@ -581,8 +583,10 @@ def fit(
     else:
         s2 = float(sigma) ** 2
 
-    data = split_data(codes, np.ones(codes.shape[0]))
-    forest = Forest.empty(m, y.size, prior.mu0)
+    # the package's chain gives the data, prior and forest (single leaves; each root's availability is set
+    # below from every rank's rows, not this rank's alone)
+    start = Chain.new(codes, m, alpha=float(alpha), beta=float(beta), mu0=float(mu0), s2=float(sigma_mu) ** 2)
+    data, prior, forest = start.data, start.prior, start.forest
     chain = _Chain(data, prior, forest, y, np.full(y.size, 1.0 / s2), reducer, np.random.default_rng(seed),
                    _unreduced)
     # every root holds all rows: their availability, once
@@ -591,14 +595,14 @@ def fit(
 
     forests, sigmas, leaves, accept, calls, nbytes, seconds, comm_seconds = [], [], [], [], [], [], [], []
     split_counts = np.zeros(codes.shape[0], dtype=np.int64)
-    forest_sum(forest.arrays(), chain.f)
+    start.fit(chain.f)
     for _ in range(n_sweeps):
         c0, b0, w0, t0 = reducer.calls, reducer.bytes, reducer.seconds, time.perf_counter()
         # each sweep starts from the residual of the forest's fit, as the tree step's does (not from the
         # running residual of the last sweep, which differs from it in the last bits)
         np.subtract(y, chain.f, out=chain.ps.r)
         accepted = sum(chain.update(j) for j in range(m))
-        forest_sum(forest.arrays(), chain.f)
+        start.fit(chain.f)
         if sigma is None:
             rss = reducer.sums(np.array([np.sum((y - chain.f) ** 2)]))[0]
             # NormalScaleGibbs's conjugate draw, from the generator every rank shares
@@ -609,9 +613,9 @@ def fit(
             if digest[0] != -digest[1]:
                 raise RuntimeError(f"sweep {len(forests)}: the ranks' replicated states differ (trees, leaf values, "
                                    "sigma or generator): a reduction did not give every rank the same numbers")
-        forests.append(encode_forest(forest, thr_table))
+        forests.append(start.encode(thr_table))
         sigmas.append(math.sqrt(s2))
-        leaves.append(forest_summary(forest.arrays(), split_counts)[1])
+        leaves.append(start.summary(split_counts)[1])
         accept.append(accepted / m)
         calls.append(reducer.calls - c0)
         nbytes.append(reducer.bytes - b0)
@@ -640,7 +644,7 @@ def _digest(forest: Forest, s2: float, rng: np.random.Generator) -> np.ndarray:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m pymc_treesamplers.experimental.mpi",
+        prog="python -m prototypes.mpi",
         description="Data-parallel grow/prune BART over MPI ranks (prototype). Run under mpirun: each rank "
                     "takes a contiguous block of the rows; rank 0 prints a summary and writes --out.")
     src = ap.add_mutually_exclusive_group(required=True)
@@ -687,7 +691,7 @@ def _run(args, comm) -> None:
         with np.load(args.data) as z:
             X, y = z["X"], z["y"]
     else:
-        from ..datasets import friedman1
+        from pymc_treesamplers.datasets import friedman1
 
         X, y, _ = friedman1(args.friedman, p=args.p, rng=args.data_seed)
     rows = np.array_split(np.arange(X.shape[0]), comm.size)[comm.rank]

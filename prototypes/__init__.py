@@ -1,0 +1,1 @@
+"""Prototypes outside the package and its wheel: working designs measured in the docs, not supported API."""

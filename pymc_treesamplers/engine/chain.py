@@ -1,0 +1,193 @@
+"""One chain of a sum of trees: the one way into the engine.
+
+A :class:`Chain` holds what a backfitting chain is made of: the coded split data, the tree prior, the forest,
+and (in its :class:`Workspace`) the driver's scratch tree, the sampler's scratch record and the compiled entry
+points. Everything that runs the engine (the PyMC steps, :class:`~pymc_treesamplers.GFRRegressor`, the
+single-tree SMC estimators, the benchmarks) makes one here and asks it to sweep, sum its trees, summarise and
+encode them; nothing else builds a forest, a prior or the driver's buffers (tests/test_layout.py checks it).
+
+A step with several outputs holds one chain per output, on the same data and sharing one workspace (they
+sweep in turn): :meth:`Chain.sibling`. Several states of one output (tempered replicas, say) are several
+chains in the same way.
+
+>>> import numpy as np
+>>> from pymc_treesamplers.engine.records import Pseudo
+>>> from pymc_treesamplers.engine.updates.mh import new_mh_scratch
+>>> codes = np.array([[0, 1, 2, 3, 4, 5]], dtype=np.uint16)
+>>> y = np.array([0.0, 0.1, 0.0, 2.0, 2.1, 1.9])
+>>> chain = Chain.new(codes, m=2, alpha=0.95, beta=2.0, mu0=0.0, s2=1.0,
+...                   new_scratch=lambda: new_mh_scratch(np.array([0.5, 0.5, 0.0, 0.0]), 1, 6, 2))
+>>> f = np.empty(6); chain.fit(f); r = y - f    # the residual the driver keeps, tree by tree
+>>> chain.sweep(np.random.default_rng(0), Pseudo(r, np.ones(1), 1))
+-1
+>>> chain.fit(f); bool(np.allclose(y - f, r))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .binding import Bound
+from .driver import new_work, run_sweep, sweep
+from .encoding import encode_forest
+from .forest import Forest, forest_sum, forest_summary, init_roots
+from .records import SplitData, TreePrior, split_data
+from .rows import numba_threads
+from .updates.gfr import new_gfr_scratch
+
+
+class Workspace:
+    """The driver's scratch tree, a sampler's scratch record, the grow-from-root scratch and the compiled entry
+    points, for chains on ``n`` rows: each made at first use and never pickled (they are sized by the data, up
+    to about 100 bytes per row and particle, and a worker process makes its own).
+
+    ``new_scratch``: makes the sampler's scratch record (None: a chain that only runs grow-from-root sweeps).
+    """
+
+    def __init__(self, n: int, new_scratch: Callable[[], Any] | None = None):
+        self.n = n
+        self.new_scratch = new_scratch
+        self._clear()
+
+    def _clear(self) -> None:
+        self._work = self._scratch = self._gfr = None
+        self.kernels: dict[str, Bound] = {}
+
+    def __getstate__(self):
+        return {"n": self.n, "new_scratch": self.new_scratch}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._clear()
+
+    @property
+    def work(self):
+        """The driver's scratch tree (:func:`~pymc_treesamplers.engine.driver.new_work`)."""
+        if self._work is None:
+            self._work = new_work(self.n)
+        return self._work
+
+    def scratch(self, codes: np.ndarray, warm: bool = False):
+        """The sampler's scratch record, or the grow-from-root sweep's (``warm``)."""
+        if warm:
+            if self._gfr is None:
+                self._gfr = new_gfr_scratch(codes)
+            return self._gfr
+        if self._scratch is None:
+            if self.new_scratch is None:
+                raise ValueError("this chain runs grow-from-root sweeps only: it was made without new_scratch")
+            self._scratch = self.new_scratch()
+        return self._scratch
+
+    def kernel(self, dispatcher) -> Bound:
+        """``dispatcher`` bound to its argument types (:class:`~pymc_treesamplers.engine.binding.Bound`)."""
+        bound = self.kernels.get(dispatcher.__name__)
+        if bound is None:
+            bound = self.kernels[dispatcher.__name__] = Bound(dispatcher)
+        return bound
+
+
+class Chain:
+    """The state of one chain of ``m`` trees on coded data: its split data, tree prior and forest.
+
+    The forest is made by :meth:`start` (single-leaf trees), not by the constructor: a chain whose trees live
+    elsewhere (the GPU sweep) never holds the ``4 m n`` bytes of their row orders. ``fresh``: no sweep since
+    :meth:`start`, so the trees are the single leaves a new chain starts from (a pickled fresh chain carries
+    no forest and starts again where it is unpickled).
+    """
+
+    def __init__(self, data: SplitData, prior: TreePrior, m: int, workspace: Workspace):
+        self.data, self.prior, self.m, self.workspace = data, prior, m, workspace
+        self.forest: Forest | None = None
+        self.changed = np.zeros(m, dtype=np.bool_)
+        self.fresh = True
+
+    @classmethod
+    def new(cls, codes: np.ndarray, m: int, *, alpha: float, beta: float, mu0: float, s2: float,
+            split_weights: np.ndarray | None = None, threads: int = 1,
+            new_scratch: Callable[[], Any] | None = None, start: bool = True) -> Chain:
+        """A chain on split codes ``codes`` (p, n) under the tree prior ``alpha``, ``beta`` and the leaf prior
+        ``N(mu0, s2)``, the split variables weighted by ``split_weights`` (default: all 1); ``threads`` for the
+        passes over long row ranges; ``new_scratch`` makes the sampler's scratch record; ``start``: make the
+        single-leaf trees now (:meth:`start`)."""
+        codes = np.asarray(codes)
+        weights = np.ones(codes.shape[0]) if split_weights is None else split_weights
+        data = split_data(codes, weights, threads)
+        chain = cls(data, TreePrior(alpha, beta, mu0, s2), m, Workspace(codes.shape[1], new_scratch))
+        if start:
+            chain.start()
+        return chain
+
+    def sibling(self, mu0: float, s2: float, start: bool = True) -> Chain:
+        """Another chain on the same data and workspace, with the leaf prior ``N(mu0, s2)`` (another output of
+        the same BART variable)."""
+        chain = Chain(self.data, self.prior._replace(mu0=mu0, s2=s2), self.m, self.workspace)
+        if start:
+            chain.start()
+        return chain
+
+    @property
+    def n(self) -> int:
+        return self.data.codes.shape[1]
+
+    def start(self) -> None:
+        """Every tree a single leaf of value ``mu0`` holding all rows (reusing the row-order buffer: the largest
+        array of a chain, 4 bytes per row and tree, so a chain's restart does not hold two). The split weights
+        in ``data`` must be current: a root caches its available weight."""
+        perm = None if self.forest is None else self.forest.perm
+        self.forest = Forest.empty(self.m, self.n, self.prior.mu0, perm=perm)
+        init_roots(self.forest.arrays(), self.data, self.prior.mu0)
+        self.changed[:] = False
+        self.fresh = True
+
+    def restore(self, forest: Forest) -> None:
+        """Continue from ``forest`` (a sampling state's)."""
+        self.forest, self.fresh = forest, False
+
+    def sweep(self, rng: np.random.Generator, lik, *, warm: bool = False, threads: int = 1) -> int:
+        """One backfitting sweep over every tree (:func:`~pymc_treesamplers.engine.driver.run_sweep`) under the
+        likelihood record ``lik`` (its residual updated in place), by the sampler's update or, ``warm``, by
+        grow-from-root. ``changed[j]``: whether tree ``j`` changed. Returns -1, or the tree whose update
+        failed."""
+        ws = self.workspace
+        # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
+        prior = self.prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0))
+        self.fresh = False
+        return run_sweep(rng, self.data, prior, self.forest, lik, ws.work, ws.scratch(self.data.codes, warm),
+                         self.changed, threads, ws.kernel(sweep))
+
+    def sweep_cached(self, lik, *, warm: bool = False) -> bool:
+        """Whether this chain's sweep under ``lik`` is compiled (in memory or numba's on-disk cache)."""
+        ws = self.workspace
+        return ws.kernel(sweep).cached(np.random.default_rng(0), 0, False, self.data, self.prior,
+                                       self.forest.arrays(), lik, ws.work, ws.scratch(self.data.codes, warm),
+                                       self.changed)
+
+    def fit(self, out: np.ndarray, threads: int = 1) -> None:
+        """The sum of the trees at the training rows into ``out`` (n,) (the order of prediction's sums)."""
+        with numba_threads(threads):
+            self.workspace.kernel(forest_sum)(self.forest.arrays(), out, threads)
+
+    def summary(self, split_counts: np.ndarray) -> tuple[float, float]:
+        """Mean tree depth and mean number of leaves; the splits per split column into ``split_counts``."""
+        return self.workspace.kernel(forest_summary)(self.forest.arrays(), split_counts)
+
+    def encode(self, thr_table: np.ndarray, trace_var: np.ndarray | None = None, p: int | None = None) -> str:
+        """The forest in the stored format (:func:`~pymc_treesamplers.engine.encoding.encode_forest`)."""
+        return encode_forest(self.forest, thr_table, trace_var, p)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if self.fresh and self.forest is not None:
+            state["forest"] = "start"  # single leaves: made again where the chain is unpickled
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if isinstance(self.forest, str):
+            self.forest = None
+            self.start()
