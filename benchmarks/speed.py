@@ -1,16 +1,16 @@
 """Before/after speed of the tree samplers: two (or more) checkouts of the package side by side.
 
     python -m benchmarks.speed --src before=/path/to/old/checkout --src after=/work/main [--repeats 3]
-        [--cases growprune,cgm,pg] [--quick] [--json PATH] [--out PATH] [--timeout-min 20]
+        [--cases growprune,cgm,reshape,ct,pg] [--quick] [--json PATH] [--out PATH] [--timeout-min 20]
     python -m benchmarks.speed --render-only [--json PATH]
 
 Cases:
 
 * ``growprune-big``: the same GrowPrune chain at n = 10^6 on 2 threads (``threads=2``), tune = 4 + draws = 8:
   where the passes over rows dominate a sweep and run on the thread pool.
-* ``growprune``, ``cgm``: Friedman #1 (``friedman1_train_test``, seed 1234), n = 10,000, p = 10,
-  m = 200, sigma fixed (``pm.Normal("y", mu, 1.0, observed=y)``), so a draw is one BART sweep and
-  nothing else; one chain, cores = 1; an untimed warm-up (numba compile / cache load), then
+* ``growprune``, ``cgm``, ``reshape``, ``ct`` (each step's defaults): Friedman #1 (``friedman1_train_test``,
+  seed 1234), n = 10,000, p = 10, m = 200, sigma fixed (``pm.Normal("y", mu, 1.0, observed=y)``), so a draw
+  is one BART sweep and nothing else; one chain, cores = 1; an untimed warm-up (numba compile / cache load), then
   tune = 20 + draws = 100. Reported: seconds per sweep inside the step method over the 100 kept
   draws (median, which shrugs off bursts of other processes' work, and mean), and per tree (÷ m).
 * ``pg``: the hypercube benchmark's PG arm (protocol of ``benchmarks.pg_paper``): D = 4, beta =
@@ -42,8 +42,10 @@ from benchmarks.harness import fmt, md_table
 from benchmarks.instrument import StepRecorder, stat
 
 MODULE = "benchmarks.speed"
-CASES = ("growprune", "cgm", "pg", "growprune-big")
-STEP_CLASSES = {"growprune": "GrowPruneStep", "cgm": "CGMStep", "growprune-big": "GrowPruneStep"}
+CASES = ("growprune", "cgm", "reshape", "ct", "pg", "growprune-big")
+STEP_CLASSES = {"growprune": "GrowPruneStep", "cgm": "CGMStep", "reshape": "ReshapeStep", "ct": "CTBirthDeathStep",
+                "growprune-big": "GrowPruneStep"}
+NAMES = {"growprune": "GrowPrune", "cgm": "CGM", "reshape": "Reshape", "ct": "CT birth-death (horizon 1)"}
 FULL = {"n": 10_000, "m": 200, "tune": 20, "draws": 100, "D": 4, "pg_iters": 300, "big_n": 10**6, "big_threads": 2,
         "big_tune": 4, "big_draws": 8}
 QUICK = {"n": 1000, "m": 50, "tune": 5, "draws": 20, "D": 4, "pg_iters": 60, "big_n": 40_000, "big_threads": 2,
@@ -115,7 +117,7 @@ def _case_label(case: str, st: dict) -> str:
     if case == "growprune-big":
         return (f"GrowPrune, Friedman #1 n = {st['big_n']:,}, {st['big_threads']} threads, m = {st['m']}, σ fixed, "
                 f"{st['big_draws']} timed sweeps")
-    name = {"growprune": "GrowPrune", "cgm": "CGM"}[case]
+    name = NAMES[case]
     return f"{name}, Friedman #1 n = {st['n']:,}, m = {st['m']}, σ fixed, {st['draws']} timed sweeps"
 
 
@@ -132,7 +134,7 @@ MEASURES = {
         ("ms / iteration with NUTS, mean", "ms_per_iter"),
     ],
 }
-MEASURES["cgm"] = MEASURES["growprune-big"] = MEASURES["growprune"]
+MEASURES["cgm"] = MEASURES["reshape"] = MEASURES["ct"] = MEASURES["growprune-big"] = MEASURES["growprune"]
 
 
 def _cell(vals: list[float]) -> str:

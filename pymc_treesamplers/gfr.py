@@ -17,8 +17,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .bart import bart_spec
 from .binning import split_columns
+from .covariates import bart_spec
 from .engine.chain import Chain
 from .engine.records import Pseudo
 from .engine.rows import check_threads

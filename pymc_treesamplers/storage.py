@@ -48,6 +48,7 @@ from .engine.encoding import (  # noqa: F401
     encode_forest,
     encode_preorder,
 )
+from .engine.pool import start as start_pool
 
 # what _check_blob found (detail holds its particulars)
 (_OK, _E_SHORT, _E_MAGIC, _E_VERSION, _E_M, _E_P, _E_COUNT, _E_FIT, _E_SIZE, _E_PAD, _E_VAR, _E_EARLY, _E_OPEN,
@@ -268,6 +269,7 @@ def decode_trace(texts) -> tuple[int, np.ndarray, np.ndarray]:
     >>> p, starts.tolist()
     (3, [0, 48, 96])
     """
+    start_pool()  # every prediction decodes first, then runs parallel loops (engine/pool.py)
     texts = list(texts)
     for k, t in enumerate(texts):
         try:

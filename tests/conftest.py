@@ -6,6 +6,12 @@ import pytest
 
 os.environ.setdefault("PYTENSOR_FLAGS", "")
 
+# tests call the engine's kernels directly, not through a Chain: numba's threading layer and pool first
+# (engine/pool.py; tests/test_pool.py runs the package's own ways in from fresh processes, without this)
+from pymc_treesamplers.engine import pool  # noqa: E402
+
+pool.start()
+
 
 def _slow_list() -> set[str]:
     """The test ids in tests/slow.txt (scripts/slow_tests.py); ``PMT_SLOW_LIST=""`` ignores the list."""

@@ -247,18 +247,6 @@ def test_long_code_range_by_blocks():
             assert code_range(code, pj, 5, n, threads) == (sub.min(), sub.max())
 
 
-def test_import_starts_numba_thread_pool():
-    # a kernel that links the parallel loops and is loaded from numba's cache before the pool started
-    # crashed the process (the single-tree SMC's notebook, on a warm cache); the import starts it
-    import subprocess
-    import sys
-
-    code = ("import numba.np.ufunc.parallel as par; assert not par._is_initialized; "
-            "import pymc_treesamplers; print(par._is_initialized)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "True"
-
-
 def test_collapse_of_a_long_node_puts_its_rows_back_in_order():
     # a long node split stably and collapsed (a pruned node): its rows are then in increasing order
     # again (before, each collapse left two interleaved runs and a leaf's passes became random
@@ -406,16 +394,16 @@ def test_tbb_is_looked_up_where_its_distribution_put_it():
     # pip --prefix or --user puts the tbb wheel's library outside sys.prefix; the distribution's record finds it
     from importlib.metadata import PackageNotFoundError, distribution
 
-    from pymc_treesamplers.engine import rows
+    from pymc_treesamplers.engine import pool
 
     try:
         dist = distribution("tbb")
     except PackageNotFoundError:
         pytest.skip("the tbb wheel is not installed here")
-    recorded = [f for f in dist.files or [] if f.name == rows._TBB_NAMES.get(__import__("sys").platform)]
-    first = rows._tbb_candidates()[0]
+    recorded = [f for f in dist.files or [] if f.name == pool._TBB_NAMES.get(__import__("sys").platform)]
+    first = pool._tbb_candidates()[0]
     assert recorded and os.path.exists(first) and os.path.samefile(first, recorded[0].locate())
-    assert rows.THREADING_LAYER in ("tbb", None)  # found and chosen (None: a layer set by the environment)
+    assert pool.start() in ("tbb", None)  # found and chosen (None: a layer set by the environment)
 
 
 @needs_two

@@ -35,6 +35,7 @@ from .binding import Bound
 from .driver import new_work, run_sweep, sweep
 from .encoding import encode_forest
 from .forest import Forest, forest_sum, forest_summary, init_roots
+from .pool import start as start_pool
 from .records import SplitData, TreePrior, split_data
 from .rows import numba_threads
 from .updates.gfr import new_gfr_scratch
@@ -101,6 +102,7 @@ class Chain:
     """
 
     def __init__(self, data: SplitData, prior: TreePrior, m: int, workspace: Workspace):
+        start_pool()  # numba's threading layer and pool, before this chain's first kernel (engine/pool.py)
         self.data, self.prior, self.m, self.workspace = data, prior, m, workspace
         self.forest: Forest | None = None
         self.changed = np.zeros(m, dtype=np.bool_)

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from .nodes import CUT, NODE_INT, ROOT, VALUE, VAR
+from .pool import start as start_pool
 from .tree import subtree_nodes
 
 ALIGN = 24  # lcm(3, 8): base64 without padding, 8-byte aligned blobs
@@ -64,6 +65,7 @@ def encode_forest(forest, thr_table: np.ndarray, trace_var: np.ndarray | None = 
     >>> p, counts.tolist(), var.tolist(), val.tolist()
     (2, [1, 1, 1], [-1, -1, -1], [0.25, 0.25, 0.25])
     """
+    start_pool()
     total = int(forest.n_nodes.sum())
     counts = np.empty(forest.m, dtype=np.int32)
     var = np.empty(total, dtype=np.int32)

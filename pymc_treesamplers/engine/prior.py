@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from .nodes import ROW_INT
+from .pool import start as start_pool
 from .records import split_data
 from .rows import PAR_MIN, block_range, code_range_blocks
 
@@ -161,6 +162,7 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng):
     >>> sample_prior_tree(codes, np.ones(1), 0.95, 2.0, np.random.default_rng(0)).shape
     (4,)
     """
+    start_pool()  # the kernels below come from the cache and link the parallel row passes
     data = split_data(codes, wsplit)
     n = codes.shape[1]
     leaf = np.zeros(n, dtype=np.int64)

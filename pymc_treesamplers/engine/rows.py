@@ -36,73 +36,14 @@ process that forks later (PyMC's ``cores > 1``) is not affected.
 """
 
 import contextlib
-import ctypes
-import importlib
 import os
-import sys
 from collections.abc import Iterator
 
 import numba
 import numpy as np
 
 from .nodes import END, LEFT, START, VALUE
-
-# numba's OpenMP layer aborts a process forked after it was loaded once that process runs a parallel
-# loop ("fork() called from a process already using GNU OpenMP"), and PyMC forks its chain workers on
-# Linux: with threads > 1 and cores > 1 every chain would die. TBB is fork-safe and starts a parallel
-# loop in microseconds; numba finds the library of the ``tbb`` wheel only when it is already loaded
-# (it sits in the environment's lib/, off the loader's path). Without TBB, the workqueue layer: also
-# fork-safe, but ~0.2 ms per launch. A layer the user chose (environment or numba.config) is left alone.
-_TBB_NAMES = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib", "win32": "tbb12.dll"}
-
-
-def _tbb_candidates() -> list[str]:
-    """Where the ``tbb`` wheel's library may be: the files its installed distribution records (found wherever pip
-    put it: a virtual environment, ``--user``, ``--prefix``), the environment's lib folders, then the loader's path.
-
-    >>> _tbb_candidates()[-1] in _TBB_NAMES.values()  # last: the bare name, for the loader's own path
-    True
-    """
-    name = _TBB_NAMES.get(sys.platform)
-    if not name:
-        return []
-    recorded = []
-    try:
-        from importlib.metadata import PackageNotFoundError, distribution
-
-        recorded = [str(f.locate()) for f in distribution("tbb").files or [] if f.name == name]
-    except (PackageNotFoundError, OSError, ValueError):
-        pass
-    return [*recorded, os.path.join(sys.prefix, "lib", name), os.path.join(sys.prefix, "Library", "bin", name), name]
-
-
-def _load_tbb() -> bool:
-    for lib in _tbb_candidates():
-        try:
-            ctypes.CDLL(lib, mode=getattr(ctypes, "RTLD_GLOBAL", 0))
-            importlib.import_module("numba.np.ufunc.tbbpool")  # fails if numba cannot use this TBB
-        except (OSError, ImportError):
-            continue
-        return True
-    return False
-
-
-def _choose_threading_layer() -> str | None:
-    tbb = _load_tbb()  # also when the user asked numba for TBB: then it is found
-    if "NUMBA_THREADING_LAYER" in os.environ or numba.config.THREADING_LAYER != "default":
-        return None
-    numba.config.THREADING_LAYER = "tbb" if tbb else "workqueue"
-    return numba.config.THREADING_LAYER
-
-
-THREADING_LAYER = _choose_threading_layer()
-"""The numba threading layer this package chose at import (None: the user's choice was kept)."""
-
-# Start numba's thread pool now. Kernels that link the parallel loops (every tree kernel does, through
-# the long-range paths) and come from numba's on-disk cache do not start it themselves: run before it
-# started, such a kernel crashes the process (a segfault in the single-tree SMC on a warm cache), even
-# on the one-thread path. ``get_num_threads`` is numba's public call that starts the pool.
-numba.get_num_threads()
+from .pool import start as start_pool
 
 BLOCK = int(os.environ.get("PMT_ROWS_BLOCK", 1 << 13))
 """Rows per block: the unit of parallel work and of the summation order of long ranges. The
@@ -517,7 +458,8 @@ def numba_threads(threads: int) -> Iterator[None]:
     >>> with numba_threads(1):
     ...     pass
     """
-    if threads == 1:  # the kernels do not enter the pool: leave numba untouched
+    start_pool()  # before any kernel: a cached one that links parallel loops needs the pool started
+    if threads == 1:  # the kernels do not enter the pool: leave numba's thread count untouched
         yield
         return
     before = numba.get_num_threads()

@@ -499,7 +499,7 @@ class GrowPruneGPU:
     by its conjugate inverse-gamma draw (or fixed).
 
     ``codes``: the split codes, ``(p, n)`` non-negative integers (``binning.bin_columns(X).codes``);
-    ``y``: the response (n,). Priors as the package's (../shared/DESIGN.md section 2): ``alpha``, ``beta``;
+    ``y``: the response (n,). Priors as the package's (docs/design.md section 2): ``alpha``, ``beta``;
     leaves ``N(mu0, sigma_mu^2)`` (defaults ``mean(y) / m`` and ``(max y - min y) / (2 k sqrt(m))``);
     ``sigma2 ~ InvGamma(a0, b0)`` with ``sigma2_prior = (a0, b0)`` (``chipman_sigma2_prior`` gives it;
     from Chipman's ``(nu, lam)``: ``(nu / 2, nu * lam / 2)``); ``fixed_sigma2``: keep sigma^2 at this

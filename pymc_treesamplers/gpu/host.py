@@ -18,7 +18,7 @@ row, the running residual) are touched only by the row pass. Per tree ``j``:
 3. :func:`post_tree` (one thread): at tree 0 the sigma^2 draw (conjugate, from the residual sum of squares);
    accept or reject, draw every leaf of the tree, write the pending change (a site) for the next pass.
 
-The posterior is the package's (../shared/DESIGN.md section 2, ``engine/moves/growprune.py``, ``cgm.py``): the
+The posterior is the package's (docs/design.md section 2, ``engine/moves/growprune.py``, ``cgm.py``): the
 leaf chosen uniformly among the growable ones (a valid cut on some variable of positive weight), the rule drawn
 from its prior (so its probability cancels), the Hastings terms ``log(g)`` and ``log(nog)``; change at a uniform
 internal node with a new rule from its prior (the top rule's probability cancels), swap at a uniform non-root

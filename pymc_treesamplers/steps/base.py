@@ -2,7 +2,7 @@
 
 A subclass checks its own options, builds its kernel's scratch record (:meth:`BaseTreeStep._new_scratch`) and
 reports its own stats; the chains are the engine's (:class:`~pymc_treesamplers.engine.chain.Chain`), and where
-their sweeps run is the step's sweeper, chosen once when the step is built (:class:`CPUSweeper` here, the GPU's
+their sweeps run is the step's sweeper, chosen once when the step is built (:class:`~.cpu.CPUSweeper`, or the GPU's
 in :mod:`.gpu`).
 
 Stats are named ``<var>_<stat>`` (``mu_n_leaves``, ``mu_forest``, ...): two BART variables in one
@@ -23,14 +23,15 @@ from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence
 
-from ..bart import BARTRV, as_data_array, bart_covariates
+from ..bart import BARTRV, bart_covariates
 from ..binning import split_columns
 from ..callers import check_nuts_sampler
+from ..covariates import as_data_array
 from ..engine.chain import Chain
 from ..engine.records import TreePrior
-from ..engine.splitprior import kernel_weights, new_split_weights, update_split_weights
+from ..engine.splitprior import kernel_weights, new_split_weights
 from ..routes.likelihood import OutputView, WorkingModel, working_model
-from .compiling import compile_sweeps
+from .cpu import CPUSweeper
 from .options import TreeStepOptions
 from .state import TreeStepState, Watch
 
@@ -251,82 +252,3 @@ class BaseTreeStep(ArrayStepShared):
                  "warning": self.watch.count(self.var_name, type(self).__name__, self.tune, changed, mh_counts),
                  **{self._stat_names[k]: v for k, v in values.items()}}
         return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
-
-
-class CPUSweeper:
-    """``backend="cpu"``: the engine's chains, one per output, swept on this machine's cores."""
-
-    def compile(self, step: BaseTreeStep) -> None:
-        compile_sweeps(step)
-
-    def start(self, step: BaseTreeStep) -> None:
-        """Single-leaf trees for every output (in the row buffers the chains already have) and their fit."""
-        for out, f in zip(step.outputs, step.f, strict=True):
-            out.chain.start()
-            out.chain.fit(f)
-
-    def arrived(self, step: BaseTreeStep) -> None:
-        """Nothing to do in a new process: each chain pickles its forest, or starts again if it had not swept."""
-
-    def trees(self, step: BaseTreeStep) -> list | None:
-        chains = [out.chain for out in step.outputs]
-        return None if all(c.fresh for c in chains) else [c.forest for c in chains]
-
-    def restore(self, step: BaseTreeStep, forests: list | None) -> None:
-        if forests is None:
-            step._use_split_weights()
-            self.start(step)
-            step.synced = False
-        else:
-            for out, forest in zip(step.outputs, forests, strict=True):
-                out.chain.restore(forest)
-
-    def draw(self, step: BaseTreeStep, warm: bool) -> tuple[dict, np.ndarray, np.ndarray]:
-        """One sweep of every output in turn: the draw's stats, which trees changed, the likelihood correction's
-        (proposals, acceptances)."""
-        if step.split_weights is not None:
-            step._use_split_weights()  # cheap (p numbers); a restored state brings its own
-        per_output, accepted, mh_counts = [], [], np.zeros(2, dtype=np.int64)
-        depth = leaves = 0.0
-        split_counts = np.zeros(step.data.codes.shape[0], dtype=np.int64)
-        counts = np.zeros_like(split_counts)
-        for out, f in zip(step.outputs, step.f, strict=True):
-            chain = out.chain
-            if out.view is not None:
-                out.view.set_others(step.f)
-            ps = out.working.sweep_input(f, step.rng, step.threads)
-            failed = chain.sweep(step.rng, ps, warm=warm, threads=step.threads)
-            if failed >= 0:
-                raise RuntimeError(step._failure(failed))
-            if out.corrected:
-                accepted.append(ps.counts[1] / max(ps.counts[0], 1))
-                mh_counts += ps.counts
-            chain.fit(f, step.threads)
-            d, nl = chain.summary(counts)
-            depth, leaves = depth + d / step.k, leaves + nl / step.k
-            split_counts += counts
-            # a warm-start sweep ran no sampler update: its own stats are NaN for that draw
-            per_output.append({k: np.nan for k in step._extra_stats} if warm else step._sampler_stats())
-        chains = [out.chain for out in step.outputs]
-        if step.split_weights is not None:
-            update_split_weights(step.rng, step.split_weights, step.data, [c.forest.arrays() for c in chains],
-                                 split_counts, chains[0].workspace.work.order)
-        changed = np.concatenate([c.changed for c in chains])
-        values = {
-            "tree_depth": depth,
-            "n_leaves": leaves,
-            "accept": float(changed.mean()),
-            # per covariate (a covariate's two split columns, with missing values, count together)
-            "split_counts": np.bincount(step.columns.source, split_counts, minlength=step.p).astype(np.int64),
-            # one encoded forest per output, comma-separated (not in the base64 alphabet)
-            "forest": ",".join(c.encode(step.thr_table, step.columns.trace_var, step.p) for c in chains),
-            "warm": warm,
-            **{name: float(np.mean([s[name] for s in per_output])) for name in per_output[0]},
-            **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
-            **(_split_weight_stats(step.split_weights) if step.split_weights is not None else {}),
-        }
-        return values, changed, mh_counts
-
-
-def _split_weight_stats(sw) -> dict:
-    return {"split_weights": np.exp(sw.logs), "split_concentration": float(sw.conc[0])}

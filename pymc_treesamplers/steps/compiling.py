@@ -10,11 +10,10 @@ from __future__ import annotations
 import logging
 import time
 
-import numba
 import numpy as np
 
 from ..engine.chain import Chain
-from ..engine.rows import THREADING_LAYER
+from ..engine.pool import threading_layer
 
 _log = logging.getLogger("pymc_treesamplers")
 
@@ -49,7 +48,7 @@ def _compile_sweep(step, out, warm: bool = False) -> None:
         _log.info("pymc_treesamplers: compiling the %s kernels%s (first use with this numba cache; cached after; "
                   "numba threading layer %s)", "grow-from-root" if warm else kind[0].__name__,
                   f" for {kind[1].__name__}" if out.corrected else "",
-                  THREADING_LAYER or f"{numba.config.THREADING_LAYER} (set by the user)")
+                  threading_layer())
     chain.sweep(np.random.default_rng(0), lik, warm=warm)
     chain.fit(np.empty(4))
     chain.summary(np.zeros(1, dtype=np.int64))
