@@ -18,7 +18,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from .binning import number_labels, split_columns
-from .callers import calling_model, check_route, inside_posterior_predictive
+from .callers import calling_model, check_method, inside_posterior_predictive
 from .covariates import as_data_array, bart_spec
 from .engine.prior import sample_prior_tree
 from .engine.splitprior import DirichletSplitPrior, prior_split_weights
@@ -374,7 +374,7 @@ class BART(Distribution):
     def logp(value, X, Y):
         # one term per output (the rows are the support): the trees' prior is the tree steps' business, so a
         # route that would read this density as the variable's (MAP, ADVI, SMC, a generic step) is refused here
-        check_route(value)
+        check_method(value)
         return pt.zeros(value.shape[:-1], dtype=value.dtype)
 
     def support_point(rv, size, X, Y):

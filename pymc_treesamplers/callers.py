@@ -1,9 +1,9 @@
-"""Which PyMC route is calling: the BART Op and its log-density have no other way to know.
+"""Which PyMC method is calling: the BART Op and its log-density have no other way to know.
 
-A BART variable's log-density is zero (the tree prior is the tree steps' business), so any PyMC route
-other than the tree steps sees a free vector with a flat prior and returns a plausible, wrong answer: MAP
+A BART variable's log-density is zero (the tree prior is the tree steps' business), so any PyMC inference
+method other than the tree steps sees a free vector with a flat prior and returns a plausible, wrong answer: MAP
 interpolates y, ADVI inflates the noise, a Metropolis or NUTS step on the variable random-walks, SMC and
-the external NUTS samplers sample nonsense. Each of those routes builds the model's log-density (or picks
+the external NUTS samplers sample nonsense. Each of those methods builds the model's log-density (or picks
 step methods) before doing any work; these functions recognise it on the call stack at that moment and
 refuse it by name. What works with a BART variable is in docs/model.md ("What works with a BART variable").
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["RouteError", "calling_model", "check_nuts_sampler", "check_route", "inside_posterior_predictive"]
+__all__ = ["UnsupportedMethodError", "calling_model", "check_method", "check_nuts_sampler",
+           "inside_posterior_predictive"]
 
 _WHAT_WORKS = ("Sample it with pm.sample() and the tree steps (CGMStep by default; PGBARTStep, GrowPruneStep, "
                "ReshapeStep, CTBirthDeathStep on request), with NUTS or other steps on the other variables. For "
@@ -20,8 +21,11 @@ _WHAT_WORKS = ("Sample it with pm.sample() and the tree steps (CGMStep by defaul
                "parallel (cores=, pmt.distributed).")
 
 
-class RouteError(ValueError):
-    """A PyMC route that cannot sample a BART variable's trees (it names the variable and what works)."""
+class UnsupportedMethodError(ValueError):
+    """A PyMC method that cannot sample a BART variable's trees (it names the variable and what works)."""
+
+
+RouteError = UnsupportedMethodError  # its earlier name (docs/model.md), for code that catches it
 
 
 def _frames(depth: int):
@@ -74,14 +78,14 @@ def _foreign_step(frame, value) -> str | None:
     return None
 
 
-def _route(value) -> str | None:
-    """The PyMC route on the call stack that cannot sample ``value``'s trees, if any."""
+def _refused_method(value) -> str | None:
+    """The PyMC method on the call stack that cannot sample ``value``'s trees, if any."""
     for frame in _frames(1):
         module, name = _module(frame), frame.f_code.co_name
         if module in (__name__, "pymc_treesamplers.bart"):
             continue  # this check and the log-density asking for it
         if module.startswith("pymc_treesamplers."):
-            return None  # this package asked for the log-density (a route of its own)
+            return None  # this package asked for the log-density (a method of its own)
         if module.startswith("pymc.variational"):
             return "pm.fit (ADVI, full-rank ADVI, SVGD: every variational method)"
         if module == "pymc.tuning.starting" and name == "find_MAP":
@@ -95,23 +99,25 @@ def _route(value) -> str | None:
     return None
 
 
-def check_route(value) -> None:
-    """Raise :class:`RouteError` when the BART variable of value variable ``value`` is being handed to a
-    PyMC route that cannot sample trees; called where its log-density is built (before any work)."""
-    if (route := _route(value)) is not None:
-        raise RouteError(f"{route} cannot be used for the BART variable {value.name!r}: its trees have no log-density "
-                         f"that route could use (to it {value.name!r} is a free vector with a flat prior, and the "
-                         f"answer would look plausible and be wrong). {_WHAT_WORKS}")
+def check_method(value) -> None:
+    """Raise :class:`UnsupportedMethodError` when the BART variable of value variable ``value`` is being handed to a
+    PyMC method that cannot sample trees; called where its log-density is built (before any work)."""
+    if (method := _refused_method(value)) is not None:
+        raise UnsupportedMethodError(
+            f"{method} cannot be used for the BART variable {value.name!r}: its trees have no log-density "
+            f"that method could use (to it {value.name!r} is a free vector with a flat prior, and the "
+            f"answer would look plausible and be wrong). {_WHAT_WORKS}")
 
 
 def check_nuts_sampler(var) -> None:
-    """Raise :class:`RouteError` when ``pm.sample(nuts_sampler=...)`` asks an external NUTS sampler for a
+    """Raise :class:`UnsupportedMethodError` when ``pm.sample(nuts_sampler=...)`` asks an external NUTS sampler for a
     model with a BART variable ``var`` (called from the tree steps' competence, while PyMC picks steps)."""
     for frame in _frames(1):
         if frame.f_code.co_name == "sample" and _module(frame) == "pymc.sampling.mcmc":
             sampler = frame.f_locals.get("nuts_sampler")
             if sampler not in (None, "pymc"):
-                raise RouteError(f"nuts_sampler={sampler!r} cannot sample the BART variable {var.name!r}: an "
-                                 f"external NUTS sampler needs a gradient for every variable, and trees have none. "
-                                 f"Use nuts_sampler='pymc' (the default): {_WHAT_WORKS}")
+                raise UnsupportedMethodError(
+                    f"nuts_sampler={sampler!r} cannot sample the BART variable {var.name!r}: an external NUTS sampler "
+                    f"needs a gradient for every variable, and trees have none. Use nuts_sampler='pymc' (the "
+                    f"default): {_WHAT_WORKS}")
             return

@@ -27,7 +27,15 @@ from .engine.driver import register_likelihood
 from .engine.records import Pseudo
 from .engine.tree import add_tree
 from .routes.augment import Augmented, pg1
-from .routes.families import FamilyLik, _scatter_leaves, family_pseudo, loglink_row, row_loglik
+from .routes.families import (
+    FamilyLik,
+    _scatter_leaves,
+    commit_exp_rows,
+    family_pseudo,
+    loglink_row,
+    metropolis,
+    row_loglik,
+)
 from .routes.families import _propose_leaves as propose_leaves
 
 __all__ = ["LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented", "untilted_augment_pseudo"]
@@ -70,10 +78,8 @@ def _uncorrected_accept(rng, lik, j, old, new, ps):
         base = lik.a[i] + lik.b[i] * (lik.f[i] - lik.g[i])
         log_ratio += row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * lik.gnew[i])
         log_ratio -= row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i], base + lik.b[i] * lik.g[i])
-    lik.counts[0] += 1
-    if not (log_ratio >= 0.0 or rng.random() < np.exp(log_ratio)):
+    if not metropolis(rng, lik.counts, log_ratio):
         return False
-    lik.counts[1] += 1
     for i in range(lik.f.shape[0]):
         lik.f[i] += lik.gnew[i] - lik.g[i]
     for i in range(lik.e.shape[0]):  # exp(eta) kept per row (log and logit links with one slope)
@@ -100,13 +106,9 @@ def _likelihood_only_accept(rng, lik, j, old, new, ps):
         e1 = lik.em[i] * lik.enew[i]
         lik.enew[i] = e1
         log_ratio += s * lik.slope * (lik.gnew[i] - lik.g[i]) - k * (e1 - lik.e[i])
-    lik.counts[0] += 1
-    if not (log_ratio >= 0.0 or rng.random() < np.exp(log_ratio)):
+    if not metropolis(rng, lik.counts, log_ratio):
         return False
-    lik.counts[1] += 1
-    for i in range(lik.f.shape[0]):
-        lik.f[i] += lik.gnew[i] - lik.g[i]
-        lik.e[i] = lik.enew[i]
+    commit_exp_rows(lik)
     return True
 
 

@@ -24,7 +24,7 @@ API = {
     "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.ReshapeStep", "pymc_treesamplers.GrowPruneStep",
                    "pymc_treesamplers.PGBARTStep", "pymc_treesamplers.CTBirthDeathStep",
                    "pymc_treesamplers.NormalScaleGibbs", "pymc_treesamplers.PGBART"],
-    "Routes that cannot sample trees": ["pymc_treesamplers.callers.RouteError"],
+    "Methods that cannot sample trees": ["pymc_treesamplers.callers.UnsupportedMethodError"],
     "Predictions": ["pymc_treesamplers.predict", "pymc_treesamplers.sample_posterior_predictive"],
     "Chains across machines": ["pymc_treesamplers.distributed.sample", "pymc_treesamplers.distributed.local_cluster",
                                "pymc_treesamplers.distributed.ChainsFailed",

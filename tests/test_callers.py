@@ -7,7 +7,7 @@ import pymc as pm
 import pytest
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.callers import RouteError
+from pymc_treesamplers.callers import UnsupportedMethodError
 
 QUIET = {"tune": 20, "draws": 20, "chains": 1, "progressbar": False, "compute_convergence_checks": False,
          "random_seed": 1}
@@ -45,7 +45,7 @@ REFUSED = {
 def test_a_route_that_cannot_sample_trees_is_refused_by_name(route):
     call, name = REFUSED[route]
     model = _model()
-    with model, pytest.raises(RouteError) as err:
+    with model, pytest.raises(UnsupportedMethodError) as err:
         call(model)
     message = str(err.value)
     assert name in message and "'mu'" in message and "pm.sample()" in message and "tree steps" in message

@@ -18,7 +18,7 @@ import pytest
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
-from pymc_treesamplers.engine.driver import SWEEP_DONE, new_work, sweep
+from pymc_treesamplers.engine.driver import SWEEP_DONE, new_scratch_tree, sweep
 from pymc_treesamplers.engine.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.engine.nodes import CUT, END, FALSE, LEFT, PARENT, ROOT, START, VAR
 from pymc_treesamplers.engine.records import TreePrior, split_data, tree_of
@@ -63,7 +63,8 @@ def _lazy_draws(step_cls, options, keep, n_draws, thin, seed, start_splits=0):
     labels = np.empty((n_draws, n), dtype=np.int64)
     step = make_step(step_cls, options, n, 2)
     _lazy_chain(np.random.default_rng(seed), n_draws, thin, keep, data, TreePrior(0.95, 2.0, 0.0, 1.0),
-                forest.arrays(), r, w, labels, new_work(n), step._new_scratch(data.codes, 1), np.zeros(1, np.bool_))
+                forest.arrays(), r, w, labels, new_scratch_tree(n), step._new_scratch(data.codes, 1),
+                np.zeros(1, np.bool_))
     return codes, r, w, forest, [partition_key(row) for row in labels]
 
 

@@ -77,8 +77,8 @@ def test_the_engine_check_catches_an_import_from_outside():
 
 
 # what only engine/chain.py may call outside the engine: the pieces of a chain's set-up and its sweep
-_CHAIN_ONLY = {"split_data", "TreePrior", "Forest", "Forest.empty", "init_roots", "new_work", "run_sweep", "sweep",
-               "forest_sum"}
+_CHAIN_ONLY = {"split_data", "TreePrior", "Forest", "Forest.empty", "init_roots", "new_scratch_tree", "run_sweep",
+               "sweep", "forest_sum"}
 
 
 def _hand_built(text: str) -> set[str]:
@@ -117,5 +117,6 @@ def test_the_chain_check_catches_a_forest_built_by_hand():
     assert _hand_built("f = Forest.empty(3, 5, 0.0)\ninit_roots(f.arrays(), data, 0.0)") == {
         "Forest.empty", "init_roots"}
     assert _hand_built("prior = records.TreePrior(0.95, 2.0, 0.0, 1.0)") == {"TreePrior"}
-    assert _hand_built("prior = TreePrior(0.95, 2.0, 0.0, 1.0)\nw = new_work(4)") == {"TreePrior", "new_work"}
+    assert _hand_built("prior = TreePrior(0.95, 2.0, 0.0, 1.0)\nw = new_scratch_tree(4)") == {
+        "TreePrior", "new_scratch_tree"}
     assert _hand_built("chain = Chain.new(codes, 3, alpha=0.95, beta=2.0, mu0=0.0, s2=1.0)") == set()

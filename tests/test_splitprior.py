@@ -25,7 +25,7 @@ from scipy import integrate, special, stats
 import pymc_treesamplers as pmt
 from pymc_treesamplers.binning import split_columns
 from pymc_treesamplers.engine import splitprior
-from pymc_treesamplers.engine.driver import new_work
+from pymc_treesamplers.engine.driver import new_scratch_tree
 from pymc_treesamplers.engine.forest import Forest, forest_summary, init_roots
 from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
 from pymc_treesamplers.engine.splitprior import (
@@ -127,7 +127,7 @@ def dart_chain(step_cls, options, n_draws, thin, seed, spec=SPEC, case=PLAIN_CAS
     fa = forest.arrays()
     init_roots(fa, data, 0.0)
     scratch = make_step(step_cls, options, n, p)._new_scratch(data.codes, 1)
-    lik, work, changed = Pseudo(R.copy(), W.copy(), 1), new_work(n), np.zeros(1, dtype=np.bool_)
+    lik, work, changed = Pseudo(R.copy(), W.copy(), 1), new_scratch_tree(n), np.zeros(1, dtype=np.bool_)
     labels, rates = np.empty((1, 1, n), dtype=np.int64), np.zeros(0)
     rules = np.empty((1, 2 * n + 1, 2), dtype=np.int64)
     counts = np.zeros(p, dtype=np.int64)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .binding import Bound
-from .driver import new_work, run_sweep, sweep
+from .driver import new_scratch_tree, run_sweep, sweep
 from .encoding import encode_forest
 from .forest import Forest, forest_sum, forest_summary, init_roots
 from .pool import start as start_pool
@@ -55,7 +55,7 @@ class Workspace:
         self._clear()
 
     def _clear(self) -> None:
-        self._work = self._scratch = self._gfr = None
+        self._tree = self._scratch = self._gfr = None
         self.kernels: dict[str, Bound] = {}
 
     def __getstate__(self):
@@ -66,11 +66,11 @@ class Workspace:
         self._clear()
 
     @property
-    def work(self):
-        """The driver's scratch tree (:func:`~pymc_treesamplers.engine.driver.new_work`)."""
-        if self._work is None:
-            self._work = new_work(self.n)
-        return self._work
+    def tree(self):
+        """The driver's scratch tree (:func:`~pymc_treesamplers.engine.driver.new_scratch_tree`)."""
+        if self._tree is None:
+            self._tree = new_scratch_tree(self.n)
+        return self._tree
 
     def scratch(self, codes: np.ndarray, warm: bool = False):
         """The sampler's scratch record, or the grow-from-root sweep's (``warm``)."""
@@ -159,14 +159,14 @@ class Chain:
         # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
         prior = self.prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0))
         self.fresh = False
-        return run_sweep(rng, self.data, prior, self.forest, lik, ws.work, ws.scratch(self.data.codes, warm),
+        return run_sweep(rng, self.data, prior, self.forest, lik, ws.tree, ws.scratch(self.data.codes, warm),
                          self.changed, threads, ws.kernel(sweep))
 
     def sweep_cached(self, lik, *, warm: bool = False) -> bool:
         """Whether this chain's sweep under ``lik`` is compiled (in memory or numba's on-disk cache)."""
         ws = self.workspace
         return ws.kernel(sweep).cached(np.random.default_rng(0), 0, False, self.data, self.prior,
-                                       self.forest.arrays(), lik, ws.work, ws.scratch(self.data.codes, warm),
+                                       self.forest.arrays(), lik, ws.tree, ws.scratch(self.data.codes, warm),
                                        self.changed)
 
     def fit(self, out: np.ndarray, threads: int = 1) -> None:

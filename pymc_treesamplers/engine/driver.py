@@ -40,7 +40,7 @@ _UPDATES: dict[type, object] = {}
 _LIKELIHOODS: dict[type, tuple[object, object]] = {}
 
 
-class Work(NamedTuple):
+class ScratchTree(NamedTuple):
     """Scratch tree of the driver: node rows for up to ``2n + 1`` nodes, node count, walk buffer."""
 
     ints: np.ndarray
@@ -49,10 +49,10 @@ class Work(NamedTuple):
     order: np.ndarray
 
 
-def new_work(n: int) -> Work:
-    """A :class:`Work` for trees on ``n`` rows (a tree has at most ``2n - 1`` nodes; 2 spare slots)."""
+def new_scratch_tree(n: int) -> ScratchTree:
+    """A :class:`ScratchTree` for trees on ``n`` rows (a tree has at most ``2n - 1`` nodes; 2 spare slots)."""
     ints, floats = empty_nodes(2 * n + 1)
-    return Work(ints, floats, np.zeros(1, dtype=NODE_INT), np.empty(2 * n + 1, dtype=NODE_INT))
+    return ScratchTree(ints, floats, np.zeros(1, dtype=NODE_INT), np.empty(2 * n + 1, dtype=NODE_INT))
 
 
 def register_update(scratch_cls):

@@ -468,18 +468,45 @@ def set_working_row(lik, i, c, score, curv):
     lik.r[i] = lik.z[i] - lik.g[i]
 
 
-@numba.njit(cache=True, nogil=True)
-def _leaf_part(lik, perm, s, e, value, rng):
-    """A leaf's part of ``A`` (``log p(value) - log(working marginal) - log q(value)``) and its value:
-    ``value`` given, or drawn from ``q`` when ``rng`` is given. ``q``: one Newton (Fisher-scoring)
-    step of the leaf's true conditional from its working posterior mean, a function of the leaf's
-    rows and the other trees only."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def metropolis(rng, counts, log_ratio):
+    """Count a proposal in ``counts[0]`` and accept it with probability ``min(1, exp(log_ratio))`` (counted in
+    ``counts[1]``); written so that a NaN ratio rejects. The one Metropolis-Hastings decision of every corrected
+    likelihood record."""
+    counts[0] += 1
+    if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
+        return False
+    counts[1] += 1
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def commit_exp_rows(lik):
+    """An accepted proposal's fit and per-row ``exp`` terms become the record's: ``f += gnew - g``, ``e = enew``."""
+    for i in range(lik.f.shape[0]):
+        lik.f[i] += lik.gnew[i] - lik.g[i]
+        lik.e[i] = lik.enew[i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _working_sums(lik, perm, s, e):
+    """``(sum w, sum w z)`` of the working pseudo-data over a leaf's rows ``perm[s:e]``, in row order."""
     W = 0.0
     S = 0.0
     for t in range(s, e):
         i = perm[t]
         W += lik.w[i]
         S += lik.w[i] * lik.z[i]
+    return W, S
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaf_part(lik, perm, s, e, value, rng):
+    """A leaf's part of ``A`` (``log p(value) - log(working marginal) - log q(value)``) and its value:
+    ``value`` given, or drawn from ``q`` when ``rng`` is given. ``q``: one Newton (Fisher-scoring)
+    step of the leaf's true conditional from its working posterior mean, a function of the leaf's
+    rows and the other trees only."""
+    W, S = _working_sums(lik, perm, s, e)
     prec0 = 1.0 / lik.s2
     m = (S + lik.mu0 * prec0) / (W + prec0)
     score = -(m - lik.mu0) * prec0
@@ -550,15 +577,10 @@ def _accept(rng, lik, j, old, new, ps):
             if not lik.refine:  # minus the proposal's working log-likelihood (r: the working residual)
                 total += 0.5 * lik.w[i] * lik.r[i] * lik.r[i]
     log_ratio = total - lik.acc[0]
-    lik.counts[0] += 1
-    # written so that a NaN ratio rejects
-    if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
+    if not metropolis(rng, lik.counts, log_ratio):
         return False
-    lik.counts[1] += 1
     if lik.e.shape[0] > 0:
-        for i in range(lik.f.shape[0]):
-            lik.f[i] += lik.gnew[i] - lik.g[i]
-            lik.e[i] = lik.enew[i]
+        commit_exp_rows(lik)
     else:
         for i in range(lik.f.shape[0]):
             lik.f[i] += lik.gnew[i] - lik.g[i]
@@ -698,12 +720,7 @@ def _loglink_pseudo(lik, tree):
 def _loglink_leaf_part(lik, perm, s, e, value, rng):
     """As :func:`_leaf_part` on the log-link route: ``q`` a Student-t at the leaf's exact conditional
     mode, with the conditional's curvature there."""
-    W = 0.0
-    S = 0.0
-    for t in range(s, e):
-        i = perm[t]
-        W += lik.w[i]
-        S += lik.w[i] * lik.z[i]
+    W, S = _working_sums(lik, perm, s, e)
     c = lik.leaf_exp
     m, H = leaf_mode(c, W, S, lik.mu0, lik.s2)
     if rng is not None:
@@ -740,13 +757,9 @@ def _loglink_accept(rng, lik, new):
                 s, k = loglink_row(lik.kind, lik.u[i], lik.v[i])
                 log_ratio += s * (eta1 - eta0) - k * (math.exp(eta1) - math.exp(eta0))
                 lik.enew[i] = math.exp(eta1)
-    lik.counts[0] += 1
-    if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
+    if not metropolis(rng, lik.counts, log_ratio):
         return False
-    lik.counts[1] += 1
-    for i in range(lik.f.shape[0]):
-        lik.f[i] += lik.gnew[i] - lik.g[i]
-        lik.e[i] = lik.enew[i]
+    commit_exp_rows(lik)
     return True
 
 

@@ -22,10 +22,12 @@ accounts for them), and ``loglik(f) -> float``.
 [0.0]
 """
 
+from __future__ import annotations
+
 import itertools
 import math
 import warnings
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numba
 import numpy as np
@@ -33,7 +35,11 @@ import numpy as np
 from ..engine.driver import register_likelihood
 from ..engine.records import Pseudo
 from ..engine.tree import add_tree
-from .families import CENTER_MAX, CENTER_STEPS, CENTER_TOL, score_info, set_working_row
+from .families import CENTER_MAX, CENTER_STEPS, CENTER_TOL, metropolis, score_info, set_working_row
+from .family import score_root
+
+if TYPE_CHECKING:
+    from .gaussian import GaussianWorkingModel
 
 # The driver is nogil; its objmode calls into the host take the GIL for their duration, which is all
 # numba's warning says (such a sweep cannot run in parallel with another thread's Python).
@@ -127,10 +133,8 @@ def _accept(rng, lik, j, old, new, ps):
     with numba.objmode():
         _host_loglik(lik.key, lik.x, lik.ll_new)
     log_ratio = lik.ll_new[0] - lik.ll[0] + work
-    lik.counts[0] += 1
-    if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
+    if not metropolis(rng, lik.counts, log_ratio):
         return False
-    lik.counts[1] += 1
     lik.ll[0] = lik.ll_new[0]
     for i in range(lik.f.shape[0]):
         lik.f[i] = lik.x[i]
@@ -138,3 +142,65 @@ def _accept(rng, lik, j, old, new, ps):
 
 
 register_likelihood(GraphLik, _pseudo, _accept)
+
+
+class GraphWorkingModel:
+    """The likelihood record of a BART variable under any elementwise likelihood, evaluated by the
+    compiled PyTensor graph of its log-likelihood (module docstring)."""
+
+    def __init__(self, gaussian: GaussianWorkingModel, center: float, reason: str):
+        self.gaussian = gaussian
+        self.mu0, self.s2 = float(center), 1.0
+        self.family = f"PyTensor graph of {gaussian.observed_names}"
+        self.reason = reason
+        self._key = None
+
+    def __getstate__(self):
+        # host keys are per process: a worker registers its own copy
+        return {**self.__dict__, "_key": None}
+
+    def constant_fit(self) -> float:
+        """As :meth:`FamilyWorkingModel.constant_fit`, from the graph's derivatives."""
+        n = self.gaussian.n
+        grad, curv = np.empty(n), np.empty(n)
+
+        def score_info(c):
+            self.gaussian.derivs(np.full(n, c), grad, curv)
+            return grad.sum(), curv.sum()
+
+        return score_root(score_info)
+
+    corrected = True
+    leaf_scale = None  # unknown: the leaf prior keeps its k
+
+    def leaf_prior(self, op, m: int) -> tuple[float, float]:
+        """As :meth:`FamilyWorkingModel.leaf_prior` (no leaf proposal to choose)."""
+        mu0, sigma_mu = op.leaf_prior(self.constant_fit(), self.leaf_scale)
+        self.mu0, self.s2 = mu0, sigma_mu**2
+        return self.mu0, self.s2
+
+    @staticmethod
+    def compile_record() -> GraphLik:
+        """A small record of the type :meth:`sweep_input` returns, to compile the sweep for it."""
+        return graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))
+
+    def record(self, f: np.ndarray) -> GraphLik:
+        """The likelihood record at the BART value ``f``."""
+        if self._key is None:
+            self._key = register_host(self.gaussian)
+        return graph_lik(self._key, self.mu0, f, self.s2)
+
+    def sweep_input(self, f: np.ndarray, rng: np.random.Generator, threads: int = 1) -> GraphLik:
+        """:meth:`record` (``rng`` and ``threads`` unused)."""
+        return self.record(f)
+
+
+class _FlatHost:
+    """A likelihood host without information, for compiling the graph record's code."""
+
+    def derivs(self, f, grad, curv):
+        grad[:] = 0.0
+        curv[:] = 0.0
+
+    def loglik(self, f):
+        return 0.0

@@ -72,7 +72,7 @@ class CPUSweeper:
         chains = [out.chain for out in step.outputs]
         if step.split_weights is not None:
             update_split_weights(step.rng, step.split_weights, step.data, [c.forest.arrays() for c in chains],
-                                 split_counts, chains[0].workspace.work.order)
+                                 split_counts, chains[0].workspace.tree.order)
         changed = np.concatenate([c.changed for c in chains])
         values = {
             "tree_depth": depth,

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..routes.likelihood import GaussianWorkingModel
+from ..routes.gaussian import GaussianWorkingModel
 from ..storage import encode_preorder
 
 BACKENDS = ("cpu", "cuda", "cuda-twin")

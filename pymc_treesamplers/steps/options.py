@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.rows import check_threads
-from ..routes.likelihood import ROUTES
+from ..routes.family import ROUTES
 
 _SHARED_DOC = """\
     threads : int, default 1

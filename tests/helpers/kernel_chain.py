@@ -16,7 +16,7 @@ import pymc as pm
 from numba.extending import overload
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.engine.driver import SWEEP_DONE, new_work, sweep
+from pymc_treesamplers.engine.driver import SWEEP_DONE, new_scratch_tree, sweep
 from pymc_treesamplers.engine.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.engine.nodes import CUT, END, FALSE, LEFT, ROOT, START, VAR
 from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
@@ -148,7 +148,7 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     if family is None:
         w = np.asarray(w, float)
         if shared_weight and w.size > 1 and w.min() == w.max():
-            w = w[:1]  # as routes.likelihood._residuals passes one sigma's weights
+            w = w[:1]  # as routes.gaussian.residuals passes one sigma's weights
         lik = Pseudo(np.asarray(r, float), w, 1)
     else:
         f = np.empty(n)
@@ -166,7 +166,7 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     rules = np.empty((n_draws if tree_keys else 0, 2 * n + 1, 2), dtype=np.int64)
     scratch = step._new_scratch(data.codes, m)
     args = (np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays())
-    tail = (labels, new_work(n), scratch, np.zeros(m, dtype=np.bool_), rates, rules)
+    tail = (labels, new_scratch_tree(n), scratch, np.zeros(m, dtype=np.bool_), rates, rules)
     chain = _chain if type(scratch).__module__.startswith("pymc_treesamplers.") else _chain_test_types
     chain(*args, lik, *tail)
     if counts is not None and hasattr(lik, "counts"):

@@ -1,0 +1,113 @@
+"""Reading a BART variable's likelihood from the PyMC graph: which observation family and link it enters
+(:data:`FAMILIES`), the link scale of a parameter as a graph, and one output of a BART with several as a vector
+(:class:`OutputView`). The working models of :mod:`.gaussian`, :mod:`.family` and :mod:`.graph` are built from
+what these read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.distributions.continuous import AsymmetricLaplaceRV
+from pytensor.scalar import Erfc, Exp, Sigmoid
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random import basic as rvs
+
+from . import families as fam
+
+
+class OutputView:
+    """One output of a BART variable of shape ``(k, n)`` as a working model sees it: a vector ``var``
+    stands for row ``index`` of the value, and the other rows are read from ``base``, a shared variable
+    the step keeps equal to the variable's current value (:meth:`set_others`). Each output's forest is
+    then updated given the others, under its own working model, exactly as a BART vector is.
+
+    >>> import pytensor.tensor as pt
+    >>> view = OutputView(pt.matrix("mu"), 1, np.zeros((2, 3)))
+    >>> view.var.name, view.base.get_value().shape
+    ('mu[1]', (2, 3))
+    """
+
+    def __init__(self, value_var, index: int, value: np.ndarray):
+        self.index = int(index)
+        self.base = pytensor.shared(np.array(value, dtype=value_var.dtype), name=f"{value_var.name}_others")
+        self.var = pt.vector(f"{value_var.name}[{index}]", dtype=value_var.dtype)
+        self.replacement = {value_var: pt.set_subtensor(self.base[self.index], self.var)}
+        self.shape = tuple(np.shape(value))
+
+    def set_others(self, value: np.ndarray) -> None:
+        """Make the other outputs' current values ``value`` (shape ``(k, n)``; row ``index`` is ignored)."""
+        self.base.set_value(np.asarray(value, dtype=self.base.dtype))
+
+    def row(self, x: np.ndarray, n: int) -> np.ndarray | None:
+        """This output's row of a per-observation array ``x`` that is shaped like the whole variable
+        (``(k, n)``) or like one output (``(n,)``); None if it is neither."""
+        shape = np.shape(x)
+        if shape == (n,):
+            return np.asarray(x)
+        if len(shape) == 2 and shape[1] == n and shape[0] == self.shape[0]:
+            return np.asarray(x)[self.index]
+        return None
+
+
+SUPPORTED = ("Normal (mean affine in the BART value: exact, no correction; log of sigma), Bernoulli and "
+             "Binomial (logit or probit of p), Poisson (log of mu), NegativeBinomial (log of mu), Gamma "
+             "(log of the mean with alpha fixed), StudentT (mu), AsymmetricLaplace (mu)")
+
+
+def probit_input(node):
+    # pm.math.invprobit(x) is 0.5 * erfc(-x / sqrt(2)): return x
+    consts, erfc = [], None
+    for x in node.inputs:
+        if x.owner is not None and isinstance(x.owner.op, Elemwise) and isinstance(x.owner.op.scalar_op, Erfc):
+            erfc = x.owner.inputs[0]
+        else:
+            try:
+                consts.append(float(pt.get_underlying_scalar_constant_value(x)))
+            except Exception:
+                return None
+    if erfc is None or len(node.inputs) != 2 or consts != [0.5]:
+        return None
+    return -np.sqrt(2.0) * erfc
+
+
+def link_scale(theta, link: str):
+    """``link(theta)`` as a graph; exact (no round trip through theta) when theta is the link's inverse
+    applied to something, e.g. ``sigmoid(x)`` under the logit link gives ``x``."""
+    node = theta.owner
+    if node is not None and isinstance(node.op, Elemwise):
+        op = node.op.scalar_op
+        if link == "logit" and isinstance(op, Sigmoid):
+            return node.inputs[0]
+        if link == "log" and isinstance(op, Exp):
+            return node.inputs[0]
+        if link == "probit" and (x := probit_input(node)) is not None:
+            return x
+    if link == "logit":
+        return pt.log(theta) - pt.log1p(-theta)
+    if link == "log":
+        return pt.log(theta)
+    if link == "probit":
+        return np.sqrt(2.0) * pt.erfinv(2.0 * theta - 1.0)
+    return theta
+
+
+def is_probit(theta) -> bool:
+    node = theta.owner
+    return node is not None and isinstance(node.op, Elemwise) and probit_input(node) is not None
+
+
+# observation op -> {index of the parameter that holds the BART value: (kind, link, family data)}.
+# Family data: (u, v, s) from the observed value y and the parameters (see routes/families.py).
+FAMILIES = {
+    rvs.BernoulliRV: {0: ("binary", lambda y, p: (y, 1.0 - y, 0.0))},
+    rvs.BinomialRV: {1: ("binary", lambda y, p: (y, p[0] - y, 0.0))},
+    rvs.NegBinomialRV: {1: ((fam.LOGIT2, "logit"), lambda y, p: (p[0], y, 0.0))},
+    rvs.PoissonRV: {0: ((fam.POISSON_LOG, "log"), lambda y, p: (y, 0.0, 0.0))},
+    rvs.GammaRV: {1: ((fam.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0))},
+    rvs.NormalRV: {1: ((fam.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0))},
+    rvs.StudentTRV: {1: ((fam.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]))},
+    # a SymbolicRandomVariable with params (b, kappa, mu) (pm.AsymmetricLaplace(q=...) gives kappa)
+    AsymmetricLaplaceRV: {2: ((fam.ASYM_LAPLACE, "identity"), lambda y, p: (y, p[0], p[1]))},
+}
