@@ -57,10 +57,10 @@ $(VENV)/.bench-installed: $(STAMP)
 	touch $@
 
 bench: $(VENV)/.bench-installed
-	$(PY) -m benchmarks.friedman --out docs/benchmarks.md
+	$(PY) -m benchmarks.friedman --out docs/reports/benchmarks.md
 
 bench-quick: $(VENV)/.bench-installed
-	$(PY) -m benchmarks.friedman --quick --out docs/benchmarks-quick.md
+	$(PY) -m benchmarks.friedman --quick --out docs/reports/benchmarks-quick.md
 
 # Every bench target that samples measures and writes its report only from a clean tree (no local changes to
 # pymc_treesamplers/, benchmarks/ outside results/, pyproject.toml; see `git status`); BENCH_ALLOW_DIRTY=1
@@ -107,7 +107,7 @@ bench-smctree-quick: $(VENV)/.bench-installed
 # ReshapeStep vs CGM, pymc-bart and stochtree on Friedman #1, California and Boston (issue 15)
 bench-mixing: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.hypercube --dims 3,4,5,7 --samplers growprune,cgm,ct,pg,pg-opt,pg-pimh,reshape \
-		--seeds 1,2,3,4 --split-points range --out docs/hypercube-mixing.md --json benchmarks/results/hypercube-mixing.json
+		--seeds 1,2,3,4 --split-points range --out docs/reports/hypercube-mixing.md --json benchmarks/results/hypercube-mixing.json
 	$(PY) -m benchmarks.mixing
 
 bench-mixing-quick: $(VENV)/.bench-installed
@@ -137,7 +137,7 @@ bench-scale-quick: $(VENV)/.bench-installed
 # the README's model (sigma ~ HalfNormal, pm.sample's own step assignment) at 10^6 rows against stochtree and
 # GrowPrune, one thread (issue 27; about 15 minutes)
 bench-scale-readme: $(VENV)/.bench-installed
-	$(PY) -m benchmarks.scale --sizes 1e6 --arms readme-1,pmt-1,stochtree-1 --out docs/scale-readme.md
+	$(PY) -m benchmarks.scale --sizes 1e6 --arms readme-1,pmt-1,stochtree-1 --out docs/reports/scale-readme.md
 
 # a first fit (import, first pm.sample, first prediction) with empty and with warm caches, each sampler and
 # pymc-bart (about 10 minutes)

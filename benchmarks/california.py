@@ -2,7 +2,7 @@
 
     python -m benchmarks.california [--samplers pg,cgm,growprune] [--iters 2000] [--burn 1000]
         [--train-seeds 0,1,2] [--m 200] [--particles 10] [--one-hot] [--data PATH]
-        [--quick] [--out docs/pg-california.md] [--json PATH] [--timeout-min 30]
+        [--quick] [--out docs/reports/pg-california.md] [--json PATH] [--timeout-min 30]
     python -m benchmarks.california --render-only [--quick | --json PATH]
 
 Data: ``california_housing.csv`` (1990 census block groups, 20640 rows), read from

@@ -1,7 +1,7 @@
 """California housing as shipped: missing values and a categorical column handed to pmt.BART as they are.
 
     python -m benchmarks.california_shipped [--quick] [--samplers shipped,hand,pymc-bart,stochtree]
-        [--out docs/california-shipped.md] [--json PATH]
+        [--out docs/reports/california-shipped.md] [--json PATH]
     python -m benchmarks.california_shipped --render-only [--quick | --json PATH]
 
 Issue 16's protocol. Data: ``../shared/data/california_housing.csv`` (20640 block groups; 207 missing

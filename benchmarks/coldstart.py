@@ -1,7 +1,7 @@
 """A first fit's wall time: import, first ``pm.sample``, first prediction, with empty and with warm caches.
 
     python -m benchmarks.coldstart [--arms cgm,growprune,reshape,pg,ct,pymc-bart] [--n 200] [--m 50]
-        [--tune 100] [--draws 100] [--out docs/coldstart.md] [--json PATH] [--timeout-min 10]
+        [--tune 100] [--draws 100] [--out docs/reports/coldstart.md] [--json PATH] [--timeout-min 10]
     python -m benchmarks.coldstart --render-only
 
 Each arm runs twice, each time in a fresh process: *cold* with an empty numba cache directory (numba's

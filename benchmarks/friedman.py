@@ -1,10 +1,10 @@
 """Friedman #1 benchmark: pymc-treesamplers vs pymc-bart vs stochtree.
 
-    python -m benchmarks.friedman [--quick] [--out docs/benchmarks.md] [--json PATH]
+    python -m benchmarks.friedman [--quick] [--out docs/reports/benchmarks.md] [--json PATH]
         [--samplers growprune,cgm,pymc-bart,stochtree] [--sizes 1000,10000]  (also: pg, ct-h0.25/0.5/1/2)
         [--trees 50,200] [--tune 1000] [--draws 1000] [--chains 2] [--cores 2] [--stochtree-threads 1]
         [--seed 1234] [--reuse [--rerun-contended]] [--no-saved-refs] [--results-dir DIR] [--timeout-min 90]
-    python -m benchmarks.friedman --render-only [--quick | --out docs/ct-horizon-sweep.md | --json PATH]
+    python -m benchmarks.friedman --render-only [--quick | --out docs/reports/ct-horizon-sweep.md | --json PATH]
 
 Typical use (reference rows reused from benchmarks/results/ instead of rerun):
 

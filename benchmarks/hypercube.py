@@ -2,7 +2,7 @@
 
     python -m benchmarks.hypercube [--dims 2,3,4,5,7] [--samplers growprune,cgm,pg,pg-opt]
         [--iters 2000] [--burn 1000] [--seeds 1,2,3] [--data-seed 0] [--particles 10]
-        [--max-bins N] [--split-points data|range] [--quick] [--out docs/pg-hypercube.md] [--json PATH]
+        [--max-bins N] [--split-points data|range] [--quick] [--out docs/reports/pg-hypercube.md] [--json PATH]
         [--timeout-min 30]
     python -m benchmarks.hypercube --render-only [--quick | --json PATH]
 
@@ -127,7 +127,7 @@ def render(saved: dict) -> str:
         "probability 1/(n_node − 1) and trees with extra within-cluster splits get far more prior mass (more "
         "leaves than 2^D; test points beyond a cluster's training points can land in a neighbouring vertex's "
         "leaf, which inflates test MSE). `--split-points range` runs the paper's prior "
-        "(`pmt.BART(..., split_points='range')`, docs/pg-hypercube-range.md).",
+        "(`pmt.BART(..., split_points='range')`, docs/reports/pg-hypercube-range.md).",
         "* Mixing measure. The ESS of the training log-likelihood (the paper's measure) can be high while the "
         "tree never changes: σ and the leaf values alone move the log-likelihood. PG-opt keeps the old tree in "
         "every update at D ≥ 3 (kept_old = 1.00) and its chains disagree (R-hat > 2), so its ESS says nothing "

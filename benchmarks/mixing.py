@@ -1,12 +1,12 @@
 """Time to agreement on real data: how soon do 4 independent chains agree, in wall time?
 
     python -m benchmarks.mixing [--quick] [--cases friedman,california,boston] [--samplers cgm,cgm-warm,...]
-        [--budget 45] [--out docs/mixing.md] [--json PATH]
+        [--budget 45] [--out docs/reports/mixing.md] [--json PATH]
     python -m benchmarks.mixing --render-only [--quick | --json PATH]
 
 Every arm of a data set runs in its own child process (``benchmarks.harness``), one after the other, the
 numba and PyTensor caches warm (a small fit of the same arm first, untimed; the cold start is
-docs/coldstart.md). Each arm: 4 chains x (100 tuning sweeps + kept draws), seed 1234; sigma ~ HalfNormal(sd(y)),
+docs/reports/coldstart.md). Each arm: 4 chains x (100 tuning sweeps + kept draws), seed 1234; sigma ~ HalfNormal(sd(y)),
 y ~ Normal(BART, sigma). A user holds their time fixed, so every arm gets the same wall time (``--budget``
 seconds, 4 chains two at a time): its kept draws per chain are set from its own sweep time, measured on one
 untimed chain of 60 sweeps on the same data first (which also loads the numba caches and compiles PyTensor's

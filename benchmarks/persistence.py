@@ -2,7 +2,7 @@
 
     python -m benchmarks.persistence [--n 10000] [--m 200] [--tune 1000] [--draws 1000]
         [--new-rows 100000] [--predict-draws 100] [--arms pymc-treesamplers,pymc-bart] [--quick]
-        [--out docs/persistence.md] [--json PATH] [--timeout-min 40]
+        [--out docs/reports/persistence.md] [--json PATH] [--timeout-min 40]
     python -m benchmarks.persistence --render-only [--quick | --json PATH]
 
 Fits Friedman #1 (``pymc_treesamplers.datasets.friedman1_train_test``) with 2 chains on 2 cores,

@@ -1,7 +1,7 @@
 """Scale: seconds per sweep and peak memory from 10^4 to 10^7 rows, 1 and 2 threads, against stochtree and pymc-bart.
 
     python -m benchmarks.scale [--quick] [--sizes 1e4,1e5,1e6,1e7]
-        [--arms pmt-1,pmt-2,stochtree-1,stochtree-2,pymc-bart] [--out docs/scale-benchmark.md] [--json PATH]
+        [--arms pmt-1,pmt-2,stochtree-1,stochtree-2,pymc-bart] [--out docs/reports/scale-benchmark.md] [--json PATH]
     python -m benchmarks.scale --render-only [--quick | --json PATH]
 
 Issue 17's protocol: Friedman #1 (``datasets.friedman1_train_test``, seed 1234) with n = 10^4, 10^5,

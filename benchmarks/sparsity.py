@@ -1,7 +1,7 @@
 """Sparse variable selection: the Dirichlet split prior (DART) on Friedman #1 with many noise covariates.
 
     python -m benchmarks.sparsity [--quick] [--covariates 10,100,1000]
-        [--samplers uniform,dirichlet,pymc-bart,stochtree] [--out docs/sparsity-benchmark.md] [--json PATH]
+        [--samplers uniform,dirichlet,pymc-bart,stochtree] [--out docs/reports/sparsity-benchmark.md] [--json PATH]
     python -m benchmarks.sparsity --render-only [--quick | --json PATH]
 
 Issue 16's protocol: Friedman #1 (``datasets.friedman1_train_test``, seed 1234, n = 1000 training rows,

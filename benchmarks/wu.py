@@ -1,7 +1,7 @@
 """One tree on the Wu, Tjelmeland & West (2007) data: do the samplers move between equivalent roots?
 
     python -m benchmarks.wu [--iters 20000] [--burn 1000] [--sds 0.5,1,0.1,0.01] [--grids range,data]
-        [--samplers CT,CT-B,CT-C,GrowPrune,CGM,PG] [--seed 7] [--quick] [--out docs/ct-wu.md] [--json PATH]
+        [--samplers CT,CT-B,CT-C,GrowPrune,CGM,PG] [--seed 7] [--quick] [--out docs/reports/ct-wu.md] [--json PATH]
     python -m benchmarks.wu --render-only [--quick | --json PATH]
 
 Data (``pymc_treesamplers.datasets.wu_tjelmeland_west``): n = 300, three covariates; {x1 <= 0.5}

@@ -23,7 +23,8 @@ API = {
                           "pymc_treesamplers.split_rules"],
     "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.ReshapeStep", "pymc_treesamplers.GrowPruneStep",
                    "pymc_treesamplers.PGBARTStep", "pymc_treesamplers.CTBirthDeathStep",
-                   "pymc_treesamplers.NormalScaleGibbs", "pymc_treesamplers.PGBART"],
+                   "pymc_treesamplers.NormalScaleGibbs", "pymc_treesamplers.PGBART",
+                   "pymc_treesamplers.steps.options.TreeStepOptions"],
     "Methods that cannot sample trees": ["pymc_treesamplers.callers.UnsupportedMethodError"],
     "Predictions": ["pymc_treesamplers.predict", "pymc_treesamplers.sample_posterior_predictive"],
     "Chains across machines": ["pymc_treesamplers.distributed.sample", "pymc_treesamplers.distributed.local_cluster",
@@ -95,8 +96,8 @@ def main() -> int:
     (OUT / "notebooks").mkdir(parents=True)
     for page in sorted((ROOT / "docs").glob("*.md")):
         shutil.copy(page, OUT / page.name)
-    if (ROOT / "docs" / "img").is_dir():  # figures the reports draw (benchmarks/mixing.py)
-        shutil.copytree(ROOT / "docs" / "img", OUT / "img")
+    # the generated benchmark reports and the figures they draw (benchmarks/mixing.py)
+    shutil.copytree(ROOT / "docs" / "reports", OUT / "reports")
     stamp = package_stamp()
     for book in sorted((ROOT / "notebooks").glob("*.ipynb")):
         (OUT / "notebooks" / book.name).write_text(stamped(book.read_text(), stamp))

@@ -40,8 +40,8 @@ def repo(tmp_path, monkeypatch):
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", "-A")
     _git(tmp_path, "commit", "-q", "-m", "init")
-    monkeypatch.setattr(harness, "ROOT", tmp_path)
-    monkeypatch.setattr(harness, "RESULTS_DIR", tmp_path / "benchmarks" / "results")
+    monkeypatch.setattr(harness.paths, "ROOT", tmp_path)
+    monkeypatch.setattr(harness.paths, "RESULTS_DIR", tmp_path / "benchmarks" / "results")
     monkeypatch.delenv(harness.ALLOW_DIRTY_ENV, raising=False)
     return tmp_path
 

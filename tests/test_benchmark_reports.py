@@ -43,19 +43,21 @@ REPORTS = [
 @pytest.mark.parametrize("stem", REPORTS)
 def test_report_renders_from_its_json(stem):
     out, text = harness.render_saved(ROOT / "benchmarks" / "results" / f"{stem}.json")
-    assert out == ROOT / "docs" / f"{stem}.md"
-    assert text == out.read_text(), f"docs/{stem}.md differs from its JSON: python -m benchmarks.harness rebuilds it"
+    assert out == ROOT / "docs" / "reports" / f"{stem}.md"
+    assert text == out.read_text(), \
+        f"docs/reports/{stem}.md differs from its JSON: python -m benchmarks.harness rebuilds it"
 
 
 def test_every_generated_doc_is_listed():
     """A new report must come with its JSON (and join REPORTS), so that it is checked too."""
-    generated = {p.stem for p in (ROOT / "docs").glob("*.md") if p.read_text().split("\n")[2].startswith("Generated ")}
+    reports = (ROOT / "docs" / "reports").glob("*.md")
+    generated = {p.stem for p in reports if p.read_text().split("\n")[2].startswith("Generated ")}
     assert generated == set(REPORTS)
     assert {p.stem for p in harness.saved_reports()} == set(REPORTS)
 
 
 def test_the_time_to_agreement_figure_is_drawn_from_its_json(tmp_path):
-    """docs/mixing.md shows a figure made from the same JSON (benchmarks/mixing.py): it must render, and the
+    """docs/reports/mixing.md shows a figure made from the same JSON (benchmarks/mixing.py): it must render, and the
     page must point at the file the benchmark writes."""
     from benchmarks import mixing
 
@@ -63,8 +65,8 @@ def test_the_time_to_agreement_figure_is_drawn_from_its_json(tmp_path):
     path = tmp_path / mixing.figure_name(saved)
     mixing.figure(saved, path)
     assert path.stat().st_size > 10_000
-    assert f"]({mixing.figure_name(saved)})" in (ROOT / "docs" / "mixing.md").read_text()
-    assert (ROOT / "docs" / mixing.figure_name(saved)).exists()
+    assert f"]({mixing.figure_name(saved)})" in (ROOT / "docs" / "reports" / "mixing.md").read_text()
+    assert (ROOT / "docs" / "reports" / mixing.figure_name(saved)).exists()
 
 
 def test_time_to_agreement_reads_the_first_grid_point_below_the_threshold():

@@ -20,7 +20,7 @@ Student-t (``u = y``,          ``lambda ~ Gamma((nu + 1) / 2,                   
 
 The negative binomial has an augmentation too (a Poisson whose mean carries a gamma latent), but with
 large counts the latents pin the trees down: on the bike counts, m = 50, its chains had half the ESS per
-second of f of the centred expansion (docs/routes.md), which is its route.
+second of f of the centred expansion (docs/reports/routes.md), which is its route.
 
 Pseudo-data in ``f`` are ``(z - a) / b`` with weight ``b^2`` times the weight in ``eta``.
 

@@ -1,6 +1,6 @@
 """Compiling a step's kernels before sampling starts, and saying so when it is a real compile.
 
-The first ``pm.sample`` on an empty numba cache compiles for tens of seconds (docs/coldstart.md); without a
+The first ``pm.sample`` on an empty numba cache compiles for tens of seconds (docs/reports/coldstart.md); without a
 notice it sits silently at 0%. Each kind of sweep (sampler, likelihood record, warm start) is compiled once
 per process, on a four-row chain, so PyMC's worker processes then load it from numba's on-disk cache.
 """

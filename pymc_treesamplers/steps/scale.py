@@ -170,7 +170,7 @@ class NormalScaleGibbs(ArrayStepShared):
         can evaluate (the conjugate draw for ``sigma2 ~ InverseGamma`` as ``sqrt(sigma2)``, the slice update
         otherwise), when the scale is one for every row and its prior has no random parents: each update
         costs one pass over the rows, where NUTS takes an O(n) gradient per leapfrog step
-        (docs/likelihood-cost.md). A scale whose prior has random parents (a hierarchy) stays with NUTS,
+        (docs/reports/likelihood-cost.md). A scale whose prior has random parents (a hierarchy) stays with NUTS,
         which moves it jointly with them."""
         try:
             model = pm.modelcontext(None)
