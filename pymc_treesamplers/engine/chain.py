@@ -189,6 +189,8 @@ class Chain:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        # a chain arriving in a worker process (PyMC's chains, dask tasks) is not made by __init__ there
+        start_pool()
         self.__dict__.update(state)
         if isinstance(self.forest, str):
             self.forest = None
