@@ -105,7 +105,8 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
         self.forests_, sigmas = [], []
         for s in range(sweeps):
             # the driver keeps r the residual of the whole forest, tree by tree
-            if chain.sweep(rng, Pseudo(r, np.full(n, 1.0 / sigma2), threads), warm=True, threads=threads) >= 0:
+            # one sigma: one weight for every row, as the steps pass it (the passes then read no weights)
+            if chain.sweep(rng, Pseudo(r, np.full(1, 1.0 / sigma2), threads), warm=True, threads=threads) >= 0:
                 raise RuntimeError("a grow-from-root tree outgrew its node buffers")  # cannot happen: 2n + 1 nodes
             # not r @ r: a BLAS dot leaves OpenBLAS threads spinning, taking the cores from the next sweep
             sigma2 = (b0 + 0.5 * float(np.square(r).sum())) / rng.gamma(a0 + 0.5 * n)

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import paths
+from .paths import rel
 from .report import render_saved, saved_reports
 from .store import verify_raw
-
-rel = paths.rel
 
 
 def main(argv: list[str] | None = None) -> int:
