@@ -141,7 +141,7 @@ def child_gpu(n, cfg):
         np.row_stack = np.vstack
     from numba import cuda
 
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     X, y = friedman1(n)
     codes, thr = _codes(X)
@@ -188,7 +188,7 @@ def _variants(codes, y, cfg, simulator):
     prefetch (no gain) and half the multiprocessors' blocks (a loss at 10^7): not repeated."""
     from numba import cuda
 
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     sms = 2 if simulator else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
     out = []
@@ -227,7 +227,7 @@ def _device_checks(g, y, codes, cfg):
     forest's fit read from the node tables; (b) the device chain equals the CPU twin's, sweep by sweep, from
     the same seed (float64 residual, the first CHECK_N rows, m = 20), grow/prune and CGM's move set (keys
     ``cgm_...``): the simulator tests' check on hardware."""
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     out = {}
     t = time.perf_counter()

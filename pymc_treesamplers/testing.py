@@ -10,6 +10,8 @@ driver records the record types it was compiled for and must be able to import t
 :class:`UncorrectedFamily`, :class:`LikelihoodOnlyLogLink` and :class:`UntiltedAugmented` are deliberately
 wrong versions of the likelihood routes (a correction without the working likelihood, a log-link correction by
 the likelihood ratio alone, Polya-Gamma latents without their tilt), which the exactness tests must detect.
+:data:`GPU_WRONG` and :func:`wrong_gpu_sweeps` are the same for the GPU sweep's decisions: its CPU twin's
+sweep loop over decisions built with one piece wrong.
 
 >>> import numpy as np
 >>> LazyGaussian(np.zeros(3), np.ones(3), 0.5).keep
@@ -18,6 +20,7 @@ the likelihood ratio alone, Polya-Gamma latents without their tilt), which the e
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numba
@@ -26,6 +29,7 @@ import numpy as np
 from .engine.driver import register_likelihood
 from .engine.records import Pseudo
 from .engine.tree import add_tree
+from .gpu.layout import CHANGE, SWAP
 from .routes.augment import Augmented, pg1
 from .routes.families import (
     FamilyLik,
@@ -38,7 +42,8 @@ from .routes.families import (
 )
 from .routes.families import _propose_leaves as propose_leaves
 
-__all__ = ["LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented", "untilted_augment_pseudo"]
+__all__ = ["GPU_WRONG", "LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented",
+           "untilted_augment_pseudo", "wrong_gpu_sweeps"]
 
 
 class LazyGaussian(NamedTuple):
@@ -131,3 +136,44 @@ def untilted_augment_pseudo(rng, aug, f, z, w):
             omega += pg1(rng, 0.0)
         z[i] = (0.5 * (aug.u[i] - aug.v[i]) / omega - aug.a[i]) / aug.b[i]
         w[i] = aug.b[i] * aug.b[i] * omega
+
+
+# The GPU sweep's deliberately wrong decisions: each replaces one exact piece of gpu/decisions.build.
+def _prune_without_proposal_ratio(log_post, log_pgrow_back, g_new, log_pprune, nog):
+    return -log_post
+
+
+def _leaf_factor_ignoring_valid_cuts(log_avail, log_stay):
+    return log_stay
+
+
+def _change_counts_its_drawn_rule(kind):
+    return kind == SWAP or kind == CHANGE
+
+
+def _swap_drops_the_top_rule(kind):
+    return False
+
+
+GPU_WRONG = {
+    "prune-ratio": {"prune_log_ratio": _prune_without_proposal_ratio},  # the proposal ratio left out
+    "leaf-prior": {"leaf_prior_factor": _leaf_factor_ignoring_valid_cuts},  # the valid-cut convention broken
+    "change-counts-its-drawn-rule": {"top_rule_counts": _change_counts_its_drawn_rule},
+    "swap-drops-the-top-rule": {"top_rule_counts": _swap_drops_the_top_rule},
+}
+
+
+@functools.cache
+def wrong_gpu_sweeps(name: str):
+    """The GPU twin's sweep loop (:func:`pymc_treesamplers.gpu.twin.make_sweeps`) over decisions with the
+    :data:`GPU_WRONG` piece ``name`` in place of the exact one (compiled here, never cached on disk: numba's
+    cache would take it for the package's decisions, which share its source).
+
+    >>> sorted(GPU_WRONG)[0]
+    'change-counts-its-drawn-rule'
+    """
+    from .gpu.decisions import build
+    from .gpu.twin import make_sweeps
+
+    return make_sweeps(build(numba.njit, **GPU_WRONG[name]))
+

@@ -2,19 +2,20 @@
 
 Two links, each a test:
 
-1. The sweep's decisions (numba on the host, ``gpu/host.py``) with the CPU twin of the device's row pass,
-   against enumeration: m = 1 (partitions of the 7-row tiny data, sigma fixed at 1), the tree prior under a
-   flat likelihood, and m = 2 (pairs of partitions of 5 rows: the backfitting). Sizes, thinning and seeds are
-   the GrowPrune entry's of tests/samplers.py; the threshold is the 99.9% quantile of the TV distance of iid
-   multinomial samples of the same size (tests/exact.py), as for every CPU sampler. Two deliberately wrong
-   variants (the prune's proposal ratio left out; a leaf that cannot split given the factor 1 - p_split as if
-   it could, i.e. the valid-cut convention broken) fail the same test.
-2. The device kernels (``gpu/device.py``, run by numba-cuda's simulator, NUMBA_ENABLE_CUDASIM=1, in a child
+1. The sweep's decisions (``gpu/decisions.py``, compiled by numba) with the CPU twin of the device's row pass
+   (``gpu/twin.py``), against enumeration: m = 1 (partitions of the 7-row tiny data, sigma fixed at 1), the
+   tree prior under a flat likelihood, and m = 2 (pairs of partitions of 5 rows: the backfitting). Sizes,
+   thinning and seeds are the GrowPrune entry's of tests/samplers.py; the threshold is the 99.9% quantile of
+   the TV distance of iid multinomial samples of the same size (tests/exact.py), as for every CPU sampler.
+   Deliberately wrong decisions (``testing.GPU_WRONG``: the prune's proposal ratio left out; a leaf that
+   cannot split given the factor 1 - p_split as if it could, i.e. the valid-cut convention broken; CGM's
+   rule terms) fail the same test.
+2. The device kernels (``gpu/kernels.py``, run by numba-cuda's simulator, NUMBA_ENABLE_CUDASIM=1, in a child
    process) give the twin's draws: the same trees and leaf values (to rounding) sweep after sweep from the
    same seed, m = 1 and m = 2, sigma^2 fixed and drawn, several device threads and blocks (the reductions),
    both drivers (one launch per sweep with grid barriers, atomics' or cooperative groups'; per-tree
-   launches). The decisions are one source compiled for both (``host.build``), with the same xoroshiro128+
-   stream, so the twin *is* the device's chain.
+   launches). The decisions are one source compiled for both (``decisions.build``), with the same
+   xoroshiro128+ stream, so the twin *is* the device's chain.
    The simulator runs a Python thread per device thread (~50 ms a launch), so it cannot produce enumeration-
    sized samples itself; with link 1 this proves the device chain exact.
 """
@@ -29,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pymc_treesamplers.gpu import host
+from pymc_treesamplers.gpu import layout, tables, twin
+from pymc_treesamplers.testing import wrong_gpu_sweeps
 from tests.helpers.exact import (
     empirical,
     exact_pair_posterior,
@@ -44,24 +46,24 @@ from tests.helpers.exact import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=0, alpha=0.95, beta=2.0, split_weights=None,
-               move_probs=(0.5, 0.5, 0.0, 0.0), subtree_cap=host.SUBMAX):
+def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=None, alpha=0.95, beta=2.0, split_weights=None,
+               move_probs=(0.5, 0.5, 0.0, 0.0), subtree_cap=layout.SUBMAX):
     """Partition keys of a twin chain: tree 0's (m = 1) or both trees' (m = 2) row partitions per kept draw."""
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     g = GrowPruneGPU(codes.T, r, m=m, alpha=alpha, beta=beta, mu0=0.0, sigma_mu=1.0, fixed_sigma2=sigma2,
-                     rng=seed, dtype=np.float64, backend="cpu", wrong=wrong, split_weights=split_weights,
+                     rng=seed, dtype=np.float64, backend="cpu", split_weights=split_weights,
                      move_probs=move_probs, subtree_cap=subtree_cap)
+    sweeps = twin.sweeps if wrong is None else wrong_gpu_sweeps(wrong)
     sig = np.zeros(thin)
     leaves = np.empty(codes.shape[0], dtype=np.int64)
     keys = []
     for _ in range(n_draws):
-        done = host.twin_sweeps(g.rs, thin, g.codes, g.leaf, g.r, *g.state, g.prm, g.wsplit, g.ib, g.fb, g.prop, g.tick,
-                                sig)
+        done = sweeps(g.rs, thin, g.codes, g.leaf, g.r, *g.state, g.prm, g.wsplit, g.ib, g.fb, g.prop, g.tick, sig)
         assert done == thin
         key = []
         for j in range(m):
-            host.row_leaves(g.state[0], j, g.codes, leaves)
+            tables.row_leaves(g.state[0], j, g.codes, leaves)
             key.append(partition_key(leaves.tolist()))
         keys.append(key[0] if m == 1 else tuple(key))
     return keys
@@ -146,15 +148,14 @@ def test_twin_cgm_matches_pair_enumeration_m2():
 
 def test_twin_cgm_with_a_subtree_cap_is_exact():
     """A change or swap above a subtree of more than ``subtree_cap`` nodes leaves the tree as it is (the GPU
-    pass scores at most ``host.SUBMAX`` nodes); the moves keep a tree's shape, so the restriction is symmetric.
+    pass scores at most ``layout.SUBMAX`` nodes); the moves keep a tree's shape, so the restriction is symmetric.
     At cap 3 only nodes whose children are leaves change, and the chain still matches enumeration."""
     codes, r, exact = _posterior_case()
     tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 11, move_probs=HEAVY, subtree_cap=3))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
 
 
-@pytest.mark.parametrize("wrong", [host.WRONG_CHANGE_TOP_RULE, host.WRONG_SWAP_NO_TOP_RULE],
-                         ids=["change-counts-its-drawn-rule", "swap-drops-the-top-rule"])
+@pytest.mark.parametrize("wrong", ["change-counts-its-drawn-rule", "swap-drops-the-top-rule"])
 def test_wrong_cgm_variants_fail_the_same_test(wrong):
     """The CGM tests can fail: a change that scores the rule it drew from its prior (the proposal does not
     cancel it then), or a swap that leaves out the top node's rule probability, is off the posterior."""
@@ -163,11 +164,44 @@ def test_wrong_cgm_variants_fail_the_same_test(wrong):
     assert tv > threshold, f"wrong variant passed: TV {tv:.4f} < threshold {threshold:.4f}"
 
 
-@pytest.mark.parametrize("wrong", [host.WRONG_PRUNE_RATIO, host.WRONG_LEAF_PRIOR], ids=["prune-ratio", "leaf-prior"])
+@pytest.mark.parametrize("wrong", ["prune-ratio", "leaf-prior"])
 def test_wrong_variants_fail_the_same_test(wrong):
     codes, r, exact = _posterior_case()
     tv, threshold = _tv(exact, _twin_keys(codes, r, 1.0, 1, 20_000, 50, 11, wrong=wrong))
     assert tv > threshold, f"wrong variant passed: TV {tv:.4f} < threshold {threshold:.4f}"
+
+
+def test_decisions_mirror_the_engines_tree_prior():
+    """The decisions write the tree prior and the leaf marginal again over their parameter vector (the device
+    cannot call the engine's functions); each function ``decisions.ENGINE_MIRRORS`` lists equals the engine's
+    on random inputs."""
+    import importlib
+    import math
+
+    from pymc_treesamplers.engine.records import TreePrior
+    from pymc_treesamplers.gpu.decisions import ENGINE_MIRRORS
+
+    engine = {name: getattr(importlib.import_module(path.rpartition(".")[0]), path.rpartition(".")[2])
+              for name, path in ENGINE_MIRRORS.items()}
+    mirror = {name: getattr(twin.HOST, name) for name in ENGINE_MIRRORS}
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        alpha, beta, mu0, s2 = rng.uniform(0.05, 0.99), rng.uniform(0.0, 4.0), rng.normal(), rng.uniform(0.01, 5.0)
+        prior = TreePrior(alpha, beta, mu0, s2)
+        prm = np.zeros(layout.N_PRM)
+        prm[layout.P_ALPHA], prm[layout.P_BETA], prm[layout.P_MU0], prm[layout.P_S2MU] = alpha, beta, mu0, s2
+        d = int(rng.integers(0, 12))
+        lw = -np.inf if rng.random() < 0.3 else rng.normal()
+        W, S = rng.uniform(0.0, 50.0), rng.normal(0.0, 20.0)
+        wv, avail, n_cuts = rng.uniform(0.1, 1.0), rng.uniform(1.0, 5.0), int(rng.integers(1, 40))
+        pairs = [(mirror["log_psplit"](prm, d), engine["log_psplit"](prior, d)),
+                 (mirror["log1m_psplit"](prm, d), engine["log1m_psplit"](prior, d)),
+                 (mirror["leaf_log_prior"](prm, d, lw), engine["leaf_log_prior"](prior, d, lw)),
+                 (mirror["leaf_loglik"](prm, W, S), engine["leaf_loglik"](prior, W, S)),
+                 (mirror["rule_log_prior"](wv, avail, n_cuts),
+                  engine["rule_log_prior"](math.log(wv), math.log(avail), n_cuts))]
+        for ours, theirs in pairs:
+            assert ours == pytest.approx(theirs, rel=1e-13, abs=1e-13)
 
 
 SIM_SCRIPT = textwrap.dedent(
@@ -176,8 +210,7 @@ SIM_SCRIPT = textwrap.dedent(
     warnings.filterwarnings("ignore")  # numpy's uint64 wrap-around warnings of the simulated generator
     import numpy as np
     from tests.helpers.exact import tiny_data
-    from pymc_treesamplers.gpu import host
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     codes, r, _ = tiny_data(0)
     out = {{}}
@@ -252,7 +285,7 @@ def test_float32_residual_is_resynchronised():
     (float64) every so many sweeps. Over the same 150 sweeps (m = 20) the drift without it is many times the
     float32 rounding that is left right after a resynchronisation, and the trees are the same draws either way
     up to the chain's first rounding-driven difference (none here: the decisions do not sit on the edge)."""
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     rng = np.random.default_rng(4)
     X = rng.uniform(size=(400, 3))
@@ -276,7 +309,7 @@ def test_encoded_forest_predicts_the_sweeps_fit():
     """The stored forest format (storage.encode_preorder): decoded and walked by the predict kernel on X, it
     gives the sweep's own fit at the training rows (so ``pmt.predict`` reads a GPU draw)."""
     from pymc_treesamplers.binning import bin_columns
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
     from pymc_treesamplers.predictive import _extended, predict_preorder
     from pymc_treesamplers.storage import decode_forest
 
@@ -297,13 +330,13 @@ def test_encoded_forest_predicts_the_sweeps_fit():
 
 
 def test_rng_draws_have_their_distributions():
-    """The chain's own generator (xoroshiro128+, ``host.build``): uniforms, normals and the sigma^2 draw's
+    """The chain's own generator (xoroshiro128+, ``decisions.build``): uniforms, normals and the sigma^2 draw's
     gammas have their distributions (Kolmogorov-Smirnov, 20 000 draws each; the enumeration tests cover
     the uniforms and normals inside the chain, this covers the gamma they do not use)."""
     from scipy import stats
 
-    rs = host.seed_state(np.random.default_rng(3))[0]
-    H = host.HOST
+    rs = layout.seed_state(np.random.default_rng(3))[0]
+    H = twin.HOST
     u = np.array([H.rng_uniform(rs) for _ in range(20_000)])
     z = np.array([H.rng_normal(rs) for _ in range(20_000)])
     assert stats.kstest(u, "uniform").pvalue > 1e-3
@@ -327,7 +360,7 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     from numba import cuda
     from numba import types as t
 
-    from pymc_treesamplers.gpu import device as d
+    from pymc_treesamplers.gpu import kernels as d
 
     # device functions ask the current device for its compute capability: none here, name sm_90's
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=(9, 0)))
@@ -369,11 +402,11 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     ({"backend": "gpu"}, "backend"), ({"dtype": np.int32}, "dtype"), ({"resync": -1}, "resync"),
     ({"resync": 2.5}, "resync"), ({"move_probs": (0.5, 0.5, 0.5, 0.0)}, "move_probs"),
     ({"move_probs": (0.0, 0.5, 0.5, 0.0)}, "move_probs"), ({"move_probs": (0.5, 0.5)}, "move_probs"),
-    ({"subtree_cap": 2}, "subtree_cap"), ({"subtree_cap": host.SUBMAX + 1}, "subtree_cap"),
+    ({"subtree_cap": 2}, "subtree_cap"), ({"subtree_cap": layout.SUBMAX + 1}, "subtree_cap"),
     ({"spin_ns": -1}, "spin_ns"), ({"spin_ns": 0.5}, "spin_ns"),
 ])
 def test_bad_options_are_refused_by_name(kwargs, match):
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     with pytest.raises(ValueError, match=match):
         GrowPruneGPU(np.array([[0, 1, 2, 2]]), np.array([0.0, 0.1, 1.0, 1.1]), **{"backend": "cpu", **kwargs})
@@ -382,11 +415,11 @@ def test_bad_options_are_refused_by_name(kwargs, match):
 def test_a_tree_past_the_node_slots_stops_with_the_way_out():
     """A tree that needs more than MAXN node slots (a single tree on a wiggly signal, tiny noise, a prior that
     favours deep trees) stops the sweep with an error that names the limit and the routes around it."""
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     x = np.arange(600)
     g = GrowPruneGPU((x * 256 // 600)[None, :], 10 * np.sin(x / 10.0), m=1, alpha=0.99, beta=0.0, fixed_sigma2=1e-4,
                      rng=0, backend="cpu", dtype=np.float64)
-    with pytest.raises(RuntimeError, match=f"more than {host.MAXN} nodes.*backend='cpu'.*more trees"):
+    with pytest.raises(RuntimeError, match=f"more than {layout.MAXN} nodes.*backend='cpu'.*more trees"):
         for _ in range(3000):
             g.sweep()

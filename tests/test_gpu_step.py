@@ -47,7 +47,7 @@ def _data(n=40, p=3, seed=0, nan=False):
 def test_step_sweeps_are_the_gpu_sweeps_own_draws(step_cls, probs):
     """``GrowPruneStep`` and ``CGMStep`` with a GPU backend: each draw is a standalone sweep's with the step's
     move probabilities, from the same seed and sigma, with an offset that moves."""
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     X, y = _data()
     sigma, m, draws = 0.5, 2, 25
@@ -85,7 +85,7 @@ def test_an_affine_mean_is_the_sweep_on_rescaled_data(b, ref_sigma):
     """y ~ Normal(a + b * mu, sigma): the adapter hands the sweep the pseudo-data (y - a) / b with noise sd
     sigma / |b| (the exact Gaussian working model's z and weight b^2 / sigma^2), so the step's draws are a
     standalone sweep's on those data; a reference that keeps sigma (the scaling forgotten) is caught."""
-    from pymc_treesamplers.gpu.device import GrowPruneGPU
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     X, y = _data(seed=2)
     sigma, a, m, draws = 0.4, 0.7, 2, 30

@@ -23,12 +23,22 @@ Design: everything lives on the device; the host launches once per sweep.
   for tree ``j``: per tree the critical path is barrier, pass, barrier, decision. Driver ``launch`` (where
   neither barrier runs): two launches per tree on one stream, no synchronisation inside a sweep.
 
-The decisions are written once (:func:`.host.build`) and compiled for both the CPU twin (numba) and the device
-(numba-cuda), with the same random stream; the exactness tests run the twin against enumeration and the
+The decisions are written once (:func:`.decisions.build`) and compiled for both the CPU twin (numba) and the
+device (numba-cuda), with the same random stream; the exactness tests run the twin against enumeration and the
 device kernels (in numba-cuda's simulator) against the twin, draw for draw.
+
+The modules, by role:
+
+* :mod:`.layout`: the node tables' fields, the exchange buffers' words, the parameter vector, their allocation;
+* :mod:`.decisions`: the per-tree decisions (proposal, Metropolis-Hastings, leaf and sigma^2 draws, the chain's
+  generator), one source for both targets; the engine's tree-prior formulas it mirrors are listed there;
+* :mod:`.twin`: the CPU twin (the decisions compiled by numba, a CPU row pass, the sweep loop);
+* :mod:`.tables`: the host's reads and writes of the node tables (a new chain, leaves, fit, preorder);
+* :mod:`.kernels`: the device kernels (row pass, one-launch sweep, grid barriers);
+* :mod:`.driver`: :class:`GrowPruneGPU`, one chain on the device (or on the twin), its options and sweeps.
 """
 
-from .host import MAXN, PMAX
+from .layout import MAXN, PMAX
 
 __all__ = ["GrowPruneGPU", "MAXN", "PMAX", "available"]
 
@@ -45,7 +55,7 @@ def available() -> bool:
 
 def __getattr__(name):  # numba.cuda imported only when the sweep is used
     if name == "GrowPruneGPU":
-        from .device import GrowPruneGPU
+        from .driver import GrowPruneGPU
 
         return GrowPruneGPU
     raise AttributeError(name)

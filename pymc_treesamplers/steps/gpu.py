@@ -86,7 +86,7 @@ def _first_sum(mu0: float, m: int) -> float:
 
 class DeviceSweep:
     """The device side of one ``GrowPruneStep(backend="cuda")`` or ``CGMStep(backend="cuda")``: the checks, the
-    per-chain sweep object (:class:`~pymc_treesamplers.gpu.device.GrowPruneGPU`, made at a chain's first draw with
+    per-chain sweep object (:class:`~pymc_treesamplers.gpu.driver.GrowPruneGPU`, made at a chain's first draw with
     the chain's generator and the step's move probabilities) and the per-draw exchange (module docstring)."""
 
     def __init__(self, step, backend: str):
@@ -98,7 +98,7 @@ class DeviceSweep:
     # ------------------------------------------------------------------------------------------ checks
     def check(self, step) -> None:
         """Refuse, before sampling, what the GPU sweep cannot sample exactly."""
-        from ..gpu.host import PMAX
+        from ..gpu.layout import PMAX
 
         b = f"backend={self.backend!r}"
         name = step.var_name
@@ -179,7 +179,7 @@ class DeviceSweep:
         return state
 
     def _start(self, step, z: np.ndarray, s2: float) -> None:
-        from ..gpu.device import GrowPruneGPU
+        from ..gpu.driver import GrowPruneGPU
 
         prior = step.prior
         self.sweep = GrowPruneGPU(step.data.codes, z, m=step.m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
@@ -200,7 +200,7 @@ class DeviceSweep:
         return values, changed, np.zeros(2, dtype=np.int64)
 
     def _sweep(self, step) -> tuple[np.ndarray, dict, np.ndarray]:
-        from ..gpu.host import moved_by
+        from ..gpu.tables import moved_by
 
         # the pseudo-data themselves (the CPU step's sweep_input makes the residual z - f of them, which the
         # device keeps on its own)
@@ -224,18 +224,18 @@ class DeviceSweep:
         return fit, self._stats(step, ints, val, used), changed
 
     def _stats(self, step, ints, val, used) -> dict:
-        from ..gpu import host
+        from ..gpu import layout, tables
 
         live = used != 0
-        leaf = live & (ints[..., host.LEFT] < 0)
+        leaf = live & (ints[..., layout.LEFT] < 0)
         split = live & ~leaf
-        depth = np.where(leaf, ints[..., host.DEPTH], 0).max(axis=1)
-        per_column = np.bincount(ints[..., host.VAR][split], minlength=step.data.codes.shape[0])
+        depth = np.where(leaf, ints[..., layout.DEPTH], 0).max(axis=1)
+        per_column = np.bincount(ints[..., layout.VAR][split], minlength=step.data.codes.shape[0])
         counts = np.empty(step.m, dtype=np.int32)
         total = int(live.sum())
         var = np.empty(total, dtype=np.int32)
         vals = np.empty(total)
-        host.preorder(ints, val, step.thr_table, counts, var, vals)
+        tables.preorder(ints, val, step.thr_table, counts, var, vals)
         var[var >= 0] = step.columns.trace_var[var[var >= 0]]
         return {
             "tree_depth": float(depth.mean()),

@@ -1,4 +1,4 @@
-"""Decisions of the GPU sweep (grow/prune, or CGM's grow, prune, change and swap), written once and compiled
+"""The decisions of the GPU sweep (grow/prune, or CGM's grow, prune, change and swap), written once and compiled
 twice: by ``numba.njit`` for the host (the CPU twin the exactness tests run) and by ``cuda.jit(device=True)`` for
 the device (``device.py``), so the device runs the very code the tests prove, draw for draw.
 
@@ -18,8 +18,8 @@ row, the running residual) are touched only by the row pass. Per tree ``j``:
 3. :func:`post_tree` (one thread): at tree 0 the sigma^2 draw (conjugate, from the residual sum of squares);
    accept or reject, draw every leaf of the tree, write the pending change (a site) for the next pass.
 
-The posterior is the package's (docs/design.md section 2, ``engine/moves/growprune.py``, ``cgm.py``): the
-leaf chosen uniformly among the growable ones (a valid cut on some variable of positive weight), the rule drawn
+The posterior is the package's (docs/design.md, section 2; ``engine/moves/growprune.py``, ``cgm.py``): the leaf
+chosen uniformly among the growable ones (a valid cut on some variable of positive weight), the rule drawn
 from its prior (so its probability cancels), the Hastings terms ``log(g)`` and ``log(nog)``; change at a uniform
 internal node with a new rule from its prior (the top rule's probability cancels), swap at a uniform non-root
 internal node and its parent (symmetric; both children's rules when they share one); the Chipman tree prior with
@@ -44,102 +44,115 @@ from __future__ import annotations
 import math
 import types
 
-import numba
 import numpy as np
 
-MAXN = 256  # node slots per tree (leaf slots of rows are uint8)
-PMAX = 32  # most split columns the device pass handles
-NACC = 8  # leaf slots the device pass sums in per-thread registers/local memory (higher slots: shared atomics)
-SUBMAX = 31  # most nodes of the subtree a proposal re-partitions (a change/swap above a larger one stays put)
-MASKW = MAXN // 16  # 16-bit words of a slot mask (16 bits a word keeps every int32 word non-negative)
+from .layout import (
+    CHANGE,
+    CUT,
+    DEPTH,
+    F_CUR,
+    F_NEW,
+    F_OLD,
+    F_SSR,
+    F_SSUM,
+    F_SUM,
+    GROW,
+    I_CNT,
+    I_ERR,
+    I_J,
+    I_JP,
+    I_K,
+    I_KIND,
+    I_PSITE,
+    I_RANGE,
+    I_SITE,
+    I_TOP,
+    INT_BIG,
+    INV_2_53,
+    LEFT,
+    MASKW,
+    N_CUT,
+    N_LEFT,
+    N_RIGHT,
+    N_SLOT,
+    N_VAR,
+    NEG_INF,
+    NONE,
+    P_A0,
+    P_ALPHA,
+    P_B0,
+    P_BETA,
+    P_FIXED,
+    P_MU0,
+    P_N,
+    P_PCHANGE,
+    P_PGROW,
+    P_PPRUNE,
+    P_S2MU,
+    P_SIGMA2,
+    P_SUBCAP,
+    PARENT,
+    PRUNE,
+    RIGHT,
+    S_FIELDS,
+    S_MASK,
+    S_N,
+    S_NODES,
+    SWAP,
+    TWO_PI,
+    VAR,
+)
 
-# node table fields (ints[j, k, :])
-VAR, CUT, LEFT, RIGHT, PARENT, DEPTH = range(6)
-N_INTS = 6
-
-# move kinds
-NONE, GROW, PRUNE, CHANGE, SWAP = range(5)
-
-# A site (int32 words in ib): the subtree a move re-partitions, with its rules as proposed. S_N nodes in
-# breadth-first order (a parent before its children; node 0 the subtree's top), each VAR, CUT (-1: a leaf),
-# LEFT, RIGHT (site indices), SLOT (the node table slot; -1 for a grow's children before they get one); S_MASK:
-# the bits of the tree's leaf slots whose rows it takes (a grow: the leaf; a change/swap: the subtree's leaves;
-# a prune: the two children). A row in the mask descends the site from node 0 to one of its leaves.
-S_N, S_MASK = 0, 1
-S_NODES = 1 + MASKW
-N_VAR, N_CUT, N_LEFT, N_RIGHT, N_SLOT = range(5)
-S_FIELDS = 5
-SITE_LEN = S_NODES + S_FIELDS * SUBMAX
-
-# ib (int32): control words, the proposal's site, the pending change's site, then the pass's outputs
-I_J, I_KIND, I_K, I_TOP, I_ERR, I_JP = range(6)
-I_SITE = 6  # the proposal of tree ib[I_J] (S_N = 0: no pass output but the leaf sums)
-I_PSITE = I_SITE + SITE_LEN  # the accepted change of tree ib[I_JP] the next pass applies (S_N = 0: none)
-I_CNT = I_PSITE + SITE_LEN  # output: rows reaching each site node (the pass fills leaves, the decision the rest)
-I_RANGE = I_CNT + SUBMAX  # output: 2 p code bounds per site node: I_RANGE + 2 p q + (w: min, p + w: max)
-INT_BIG = 2**31 - 1
-
-# fb (float64): leaf values in, sums out
-F_OLD, F_NEW, F_CUR, F_SUM = 0, MAXN, 2 * MAXN, 3 * MAXN
-F_SSUM = 4 * MAXN  # output: sum of the rows reaching each site leaf
-F_SSR = 4 * MAXN + SUBMAX  # output: residual sum of squares after the pending change
-N_FB = F_SSR + 1
-
-# prm (float64): priors, sigma^2 (written by the sigma^2 draw), the chain's settings; the move probabilities
-# (grow, prune, change; swap the rest) and the largest subtree a change/swap re-partitions (<= SUBMAX)
-(P_ALPHA, P_BETA, P_MU0, P_S2MU, P_SIGMA2, P_PGROW, P_A0, P_B0, P_N, P_FIXED, P_WRONG, P_PPRUNE, P_PCHANGE,
- P_SUBCAP) = range(14)
-N_PRM = 14
-
-# wrong variants (tests only): 0 = exact
-WRONG_NONE, WRONG_PRUNE_RATIO, WRONG_LEAF_PRIOR, WRONG_CHANGE_TOP_RULE, WRONG_SWAP_NO_TOP_RULE = range(5)
-
-NEG_INF = -math.inf
-TWO_PI = 2.0 * math.pi
-INV_2_53 = 1.0 / 9007199254740992.0
-
-
-def n_ib(p: int) -> int:
-    return I_RANGE + 2 * p * SUBMAX
-
-
-def new_state(m: int, p: int):
-    """Node tables of ``m`` trees: ``(ints, lohi, cnt, val, lwav, used, top)``; ``top[j]``: one past tree
-    ``j``'s highest used slot (every loop over a tree's slots stops there). ``lohi[j, k]``: the code range of
-    node ``k``'s rows per split column; ``lwav[j, k]``: log of the split weight with a valid cut there
-    (-inf: none), kept for internal nodes too (a node pruned back to a leaf reads it)."""
-    ints = np.full((m, MAXN, N_INTS), -1, dtype=np.int64)
-    lohi = np.zeros((m, MAXN, 2, p), dtype=np.int64)
-    cnt = np.zeros((m, MAXN), dtype=np.int64)
-    val = np.zeros((m, MAXN))
-    lwav = np.full((m, MAXN), NEG_INF)
-    used = np.zeros((m, MAXN), dtype=np.uint8)
-    top = np.zeros(m, dtype=np.int64)
-    return ints, lohi, cnt, val, lwav, used, top
+# The tree prior and the leaf marginal are the engine's formulas, written again here over the parameter vector
+# (the device cannot call the engine's functions, which take its records). Each mirror and the engine function
+# it must equal; tests/test_gpu.py holds every pair equal on random inputs.
+ENGINE_MIRRORS = {
+    "log_psplit": "pymc_treesamplers.engine.prior.log_psplit",
+    "log1m_psplit": "pymc_treesamplers.engine.prior.log1m_psplit",
+    "leaf_log_prior": "pymc_treesamplers.engine.prior.leaf_log_prior",
+    "leaf_loglik": "pymc_treesamplers.engine.gaussian.leaf_loglik",
+    "rule_log_prior": "pymc_treesamplers.engine.prior.rule_log_prob",
+}
 
 
-def seed_state(rng) -> np.ndarray:
-    """Two xoroshiro128+ states (``(2, 2)`` nonzero uint64 words: the proposals', the decisions') from a numpy
-    Generator."""
-    return rng.integers(1, 2**63 - 1, size=(2, 2), dtype=np.int64).astype(np.uint64)
+def leaf_prior_factor(log_avail, log_stay):
+    """A leaf's log prior factor: ``log(1 - p_split(d))`` (``log_stay``) where it could split, 0 where it has no
+    valid cut (``log_avail`` -inf: it stays a leaf with probability one)."""
+    if log_avail == NEG_INF:
+        return 0.0
+    return log_stay
 
 
-def new_buffers(p: int):
-    """The exchange buffers ``(ib, fb, prop)``, two rows each, nothing pending."""
-    ib = np.zeros((2, n_ib(p)), dtype=np.int32)
-    ib[:, I_JP] = -1
-    return ib, np.zeros((2, N_FB)), np.zeros((2, 4))
+def prune_log_ratio(log_post, log_pgrow_back, g_new, log_pprune, nog):
+    """A prune's log acceptance ratio: minus the grow's log posterior ratio ``log_post``, plus the Hastings
+    term (grow back: the move's probability over the growable leaves after the prune; the prune: its
+    probability over the parents of two leaves now)."""
+    return -log_post + (log_pgrow_back - math.log(g_new)) - (log_pprune - math.log(nog))
 
 
-def move_prm(prm: np.ndarray, move_probs, subtree_cap: int = SUBMAX) -> None:
-    """Write the move probabilities ``(grow, prune, change, swap)`` and the subtree cap into ``prm``."""
-    prm[P_PGROW], prm[P_PPRUNE], prm[P_PCHANGE] = move_probs[0], move_probs[1], move_probs[2]
-    prm[P_SUBCAP] = subtree_cap
+def top_rule_counts(kind):
+    """Whether a change or swap's ratio holds the top node's rule probability: a swap moves that rule (it
+    counts); a change draws it from its prior (it cancels)."""
+    return kind == SWAP
 
 
-def build(jit):
+def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ratio,
+          top_rule_counts=top_rule_counts):
     """The decision functions compiled by ``jit`` (``numba.njit`` or ``cuda.jit(device=True)``); returns a
-    namespace of them. The same Python source for both targets: the twin is the device's code."""
+    namespace of them. The same Python source for both targets: the twin is the device's code.
+
+    The three pieces whose deliberately wrong versions the exactness tests must catch are arguments
+    (:mod:`pymc_treesamplers.testing` passes its own), as the CPU side keeps its wrong records apart from the
+    exact ones; the package always builds with the exact pieces above.
+
+    >>> import numba
+    >>> ns = build(numba.njit)
+    >>> sorted(ns.__dict__)[:3]
+    ['decide', 'leaf_log_prior', 'leaf_loglik']
+    """
+    leaf_factor = jit(leaf_prior_factor)
+    prune_ratio = jit(prune_log_ratio)
+    top_rule_counts = jit(top_rule_counts)
 
     @jit
     def rng_next(rs):
@@ -197,9 +210,7 @@ def build(jit):
 
     @jit
     def leaf_log_prior(prm, d, lw):
-        if lw == NEG_INF and prm[P_WRONG] != WRONG_LEAF_PRIOR:
-            return 0.0
-        return log1m_psplit(prm, d)
+        return leaf_factor(lw, log1m_psplit(prm, d))
 
     @jit
     def leaf_loglik(prm, W, S):
@@ -544,7 +555,6 @@ def build(jit):
         the pending change for the next pass. Returns 1 accepted, 0 not, -1 out of node slots."""
         p = wsplit.shape[0]
         s2 = prm[P_SIGMA2]
-        wrong = prm[P_WRONG]
         kind = ib[I_KIND]
         k = ib[I_K]
         g = prop[0]
@@ -619,10 +629,7 @@ def build(jit):
             if lwav[j, b] > NEG_INF:
                 g_new -= 1
             log_pgrow_new = 0.0 if k == 0 else math.log(pg)
-            if wrong == WRONG_PRUNE_RATIO:  # the proposal ratio left out
-                log_r = -(dprior + dlik)
-            else:
-                log_r = -(dprior + dlik) + (log_pgrow_new - math.log(g_new)) - (log_pmove - math.log(nog))
+            log_r = prune_ratio(dprior + dlik, log_pgrow_new, g_new, log_pmove, nog)
             if math.log(1.0 - rng_uniform(rs)) < log_r:
                 accepted = 1
                 used[j, a] = 0
@@ -635,11 +642,7 @@ def build(jit):
                 cnt[j, k] = na + nb
                 # the freed slots keep their old values until the next pass has moved their rows
         elif kind == CHANGE or kind == SWAP:
-            top_rule = kind == SWAP
-            if wrong == WRONG_CHANGE_TOP_RULE and kind == CHANGE:
-                top_rule = True
-            if wrong == WRONG_SWAP_NO_TOP_RULE and kind == SWAP:
-                top_rule = False
+            top_rule = top_rule_counts(kind)
             if fill_site(ib, p):  # else rejected, no uniform drawn (as the CPU's moves)
                 log_r = site_log_ratio(ints, lohi, cnt, lwav, j, prm, wsplit, ib, fb, top_rule)
                 if math.log(1.0 - rng_uniform(rs)) < log_r:
@@ -698,185 +701,6 @@ def build(jit):
     return types.SimpleNamespace(rng_next=rng_next, rng_uniform=rng_uniform, rng_below=rng_below,
                                  rng_normal=rng_normal, rng_gamma=rng_gamma, pre_tree=pre_tree,
                                  post_tree=post_tree, decide=decide, mask_has=mask_has,
-                                 site_descend=site_descend)
-
-
-
-HOST = build(numba.njit(cache=True))
-
-
-@numba.njit(cache=True)
-def init_state(ints, lohi, cnt, val, lwav, used, top, root_lo, root_hi, n, value, wsplit):
-    """Every tree a single leaf over all ``n`` rows with leaf ``value``."""
-    m = ints.shape[0]
-    total = 0.0
-    for v in range(root_lo.shape[0]):
-        if wsplit[v] > 0.0 and root_hi[v] > root_lo[v]:
-            total += wsplit[v]
-    lw = math.log(total) if total > 0.0 else NEG_INF
-    for j in range(m):
-        for k in range(ints.shape[1]):
-            used[j, k] = 0
-            for f in range(N_INTS):
-                ints[j, k, f] = -1
-        used[j, 0] = 1
-        top[j] = 1
-        ints[j, 0, DEPTH] = 0
-        for v in range(root_lo.shape[0]):
-            lohi[j, 0, 0, v] = root_lo[v]
-            lohi[j, 0, 1, v] = root_hi[v]
-        cnt[j, 0] = n
-        val[j, 0] = value
-        lwav[j, 0] = lw
-
-
-_mask_has, _site_descend = HOST.mask_has, HOST.site_descend
-
-
-@numba.njit(cache=True)
-def row_pass_cpu(codes, leaf, r, ibp, fbp, ib, fb):
-    """The CPU twin of the device's row pass: apply the pending change of tree ``ibp[I_JP]`` (from the buffer
-    row ``ibp``/``fbp``: a row whose leaf is in the pending site's mask descends that site to its new leaf; the
-    residual moves by the old minus the new value) to every row, then sum tree ``ib[I_J]``'s rows per leaf with
-    its current fit added back, and those in the proposal's site's mask per site leaf, with their code ranges
-    (into ``ib``/``fb``; the flush passes the pending row for both, with ``I_J`` = -1)."""
-    p = codes.shape[0]
-    n = codes.shape[1]
-    jp = ibp[I_JP]
-    n_pend = ibp[I_PSITE + S_N] if jp >= 0 else 0
-    j = ib[I_J]
-    n_site = ib[I_SITE + S_N] if j >= 0 else 0
-    ssr = 0.0
-    for i in range(n):
-        ri = r[i]
-        if jp >= 0:
-            lo = np.int64(leaf[jp, i])
-            ln = lo
-            if n_pend > 0 and _mask_has(ibp, I_PSITE, lo):
-                q = _site_descend(codes, ibp, I_PSITE, i)
-                ln = ibp[I_PSITE + S_NODES + S_FIELDS * q + N_SLOT]
-                leaf[jp, i] = ln
-            ri = ri + fbp[F_OLD + lo] - fbp[F_NEW + ln]
-            r[i] = ri
-        ssr += ri * ri
-        if j >= 0:
-            l = np.int64(leaf[j, i])
-            x = ri + fb[F_CUR + l]
-            fb[F_SUM + l] += x
-            if n_site > 0 and _mask_has(ib, I_SITE, l):
-                q = _site_descend(codes, ib, I_SITE, i)
-                ib[I_CNT + q] += 1
-                fb[F_SSUM + q] += x
-                base = I_RANGE + 2 * p * q
-                for w in range(p):
-                    cw = np.int32(codes[w, i])
-                    if cw < ib[base + w]:
-                        ib[base + w] = cw
-                    if cw > ib[base + p + w]:
-                        ib[base + p + w] = cw
-    fb[F_SSR] = ssr
-
-
-_pre_tree, _post_tree = HOST.pre_tree, HOST.post_tree
-
-
-@numba.njit(cache=True)
-def twin_sweeps(rs, n_sweeps, codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop,
-                tick, out_sigma2):
-    """``n_sweeps`` whole sweeps on the CPU twin: the device's decision code (the same source), the CPU row
-    pass, the device's order (the proposal of tree ``j + 1`` after the pass of tree ``j``, before its
-    decision). ``tick[0]``: trees processed so far (their buffer rows alternate), advanced here.
-    ``out_sigma2[s]``: the sigma^2 of sweep ``s``. Returns the sweeps done (fewer: a tree ran out of node
-    slots, ``ib[:, I_ERR]`` says which)."""
-    m = ints.shape[0]
-    t = tick[0]
-    for s in range(n_sweeps):
-        c = t & 1
-        _pre_tree(rs[0], ints, lohi, val, lwav, used, top, 0, prm, wsplit, ib[c], fb[c], prop[c])
-        for j in range(m):
-            c = t & 1
-            row_pass_cpu(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c])
-            if j + 1 < m:
-                _pre_tree(rs[0], ints, lohi, val, lwav, used, top, j + 1, prm, wsplit, ib[1 - c], fb[1 - c],
-                          prop[1 - c])
-            _post_tree(rs[1], ints, lohi, cnt, val, lwav, used, top, j, prm, wsplit, ib[c], fb[c], prop[c])
-            t += 1
-            tick[0] = t
-            if ib[c, I_ERR] != 0:
-                return s
-        out_sigma2[s] = prm[P_SIGMA2]
-    return n_sweeps
-
-
-@numba.njit(cache=True)
-def row_leaves(ints, j, codes, out):
-    """``out[i]``: the leaf slot of tree ``j`` that row ``i`` reaches (the node table read on the codes)."""
-    for i in range(codes.shape[1]):
-        k = 0
-        while ints[j, k, LEFT] >= 0:
-            k = ints[j, k, LEFT] if codes[ints[j, k, VAR], i] <= ints[j, k, CUT] else ints[j, k, RIGHT]
-        out[i] = k
-
-
-@numba.njit(cache=True)
-def preorder(ints, val, thr, counts, var, vals):
-    """Trees in preorder (left first), as the stored forest format holds them: node counts, split variables
-    (``-1`` leaf) and values (the threshold ``thr[v, c]`` of a split, the leaf value). Returns nodes written."""
-    m = ints.shape[0]
-    stack = np.empty(MAXN + 1, dtype=np.int64)
-    pos = 0
-    for j in range(m):
-        top = 0
-        stack[0] = 0
-        start = pos
-        while top >= 0:
-            k = stack[top]
-            top -= 1
-            if ints[j, k, LEFT] < 0:
-                var[pos] = -1
-                vals[pos] = val[j, k]
-            else:
-                var[pos] = ints[j, k, VAR]
-                vals[pos] = thr[ints[j, k, VAR], ints[j, k, CUT]]
-                top += 1
-                stack[top] = ints[j, k, RIGHT]
-                top += 1
-                stack[top] = ints[j, k, LEFT]
-            pos += 1
-        counts[j] = pos - start
-    return pos
-
-
-@numba.njit(cache=True)
-def fit_from_slots(leaf, val, out):
-    """``out[i]``: the forest's fit at row ``i``, the sum over trees ``j = 0 .. m-1`` (in that order, from 0.0,
-    as ``pmt.predict`` adds them) of ``val[j, leaf[j, i]]``; the leaf slots must be current (after a flush)."""
-    m = leaf.shape[0]
-    for i in range(leaf.shape[1]):
-        s = 0.0
-        for j in range(m):
-            s += val[j, np.int64(leaf[j, i])]
-        out[i] = s
-
-
-@numba.njit(cache=True)
-def moved_by(z, z_old):
-    """``(max |z - z_old|, max |z_old|)`` in one pass (the step's test of whether the pseudo-data moved, at
-    10^6 rows a few milliseconds less per draw than numpy's four passes and two temporaries)."""
-    d = 0.0
-    a = 0.0
-    for i in range(z.shape[0]):
-        e = abs(z[i] - z_old[i])
-        if e > d:
-            d = e
-        e = abs(z_old[i])
-        if e > a:
-            a = e
-    return d, a
-
-
-@numba.njit(cache=True)
-def shift_residual(r, dz):
-    """``r += dz`` (the pseudo-data moved by ``dz``: the residual moves with it)."""
-    for i in range(r.shape[0]):
-        r[i] = r[i] + dz[i]
+                                 site_descend=site_descend, log_psplit=log_psplit, log1m_psplit=log1m_psplit,
+                                 leaf_log_prior=leaf_log_prior, leaf_loglik=leaf_loglik,
+                                 rule_log_prior=rule_log_prior)
