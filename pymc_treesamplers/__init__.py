@@ -5,18 +5,23 @@
 ['CGMStep', 'CTBirthDeathStep', 'GrowPruneStep', 'PGBARTStep', 'ReshapeStep']
 """
 
+import importlib
 import logging
 import warnings
 
 import pymc as pm
 
-from . import diagnostics, distributed, plots
-from .bart import BART
-from .diagnostics import compute_variable_importance, get_variable_inclusion, vi_to_kulprit
+from . import distributed, moved
 from .engine.splitprior import DirichletSplitPrior
-from .gfr import GFRRegressor
-from .jumps import jump_weights, resample_jump_chain, weighted_mean
-from .plots import (
+from .estimators.gfr import GFRRegressor
+from .estimators.smctree import SMCTreeClassifier, SMCTreeRegressor
+from .model.bart import BART
+from .model.sigma_prior import chipman_sigma2_prior
+from .model.split_rules import ContinuousSplitRule, OneHotSplitRule, SubsetSplitRule
+from .results import diagnostics, plots
+from .results.diagnostics import compute_variable_importance, get_variable_inclusion, vi_to_kulprit
+from .results.jumps import jump_weights, resample_jump_chain, weighted_mean
+from .results.plots import (
     plot_convergence,
     plot_dependence,
     plot_ice,
@@ -25,10 +30,7 @@ from .plots import (
     plot_variable_importance,
     plot_variable_inclusion,
 )
-from .predictive import predict, sample_posterior_predictive
-from .sigma_prior import chipman_sigma2_prior
-from .smctree import SMCTreeClassifier, SMCTreeRegressor
-from .split_rules import ContinuousSplitRule, OneHotSplitRule, SubsetSplitRule
+from .results.predictive import predict, sample_posterior_predictive
 from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.pg import PGBART, PGBARTStep
@@ -72,6 +74,16 @@ __all__ = [
     "weighted_mean",
 ]
 __version__ = "0.1.0"
+
+# The modules' paths before the top level was grouped stay importable (pymc_treesamplers.plots, .storage, ...)
+moved.install()
+
+
+def __getattr__(name: str):
+    # pmt.storage, pmt.predictive, ...: a moved module as an attribute, as it was before the grouping
+    if f"{__name__}.{name}" in moved.MOVED:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # The one-time "compiling the kernels" notice is INFO: shown like PyMC's own sampling messages
 # (same rule as pymc/__init__.py: only when the application has not configured logging itself)

@@ -20,12 +20,12 @@ OUT = ROOT / "build" / "docs-src"
 # public names by module, in the order a reader meets them
 API = {
     "The BART variable": ["pymc_treesamplers.BART", "pymc_treesamplers.DirichletSplitPrior",
-                          "pymc_treesamplers.split_rules"],
+                          "pymc_treesamplers.model.split_rules"],
     "Tree steps": ["pymc_treesamplers.CGMStep", "pymc_treesamplers.ReshapeStep", "pymc_treesamplers.GrowPruneStep",
                    "pymc_treesamplers.PGBARTStep", "pymc_treesamplers.CTBirthDeathStep",
                    "pymc_treesamplers.NormalScaleGibbs", "pymc_treesamplers.PGBART",
                    "pymc_treesamplers.steps.options.TreeStepOptions"],
-    "Methods that cannot sample trees": ["pymc_treesamplers.callers.UnsupportedMethodError"],
+    "Methods that cannot sample trees": ["pymc_treesamplers.model.callers.UnsupportedMethodError"],
     "Predictions": ["pymc_treesamplers.predict", "pymc_treesamplers.sample_posterior_predictive"],
     "Chains across machines": ["pymc_treesamplers.distributed.sample", "pymc_treesamplers.distributed.local_cluster",
                                "pymc_treesamplers.distributed.ChainsFailed",

@@ -5,6 +5,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,6 +31,29 @@ def test_layout_page_matches_the_package():
     actual -= {p for p in actual if p.endswith("__init__.py") and p != "pymc_treesamplers/__init__.py"}
     assert _listed() == actual
 
+
+
+# the package's top-level modules before they were grouped (model/, results/, estimators/), all still importable
+_TOP_LEVEL_BEFORE = ["bart", "binning", "callers", "covariates", "datasets", "diagnostics", "distributed", "gfr",
+                     "jumps", "plots", "predictive", "sigma_prior", "smctree", "split_rules", "storage", "testing"]
+
+
+def test_the_module_paths_before_the_grouping_still_import():
+    """``import pymc_treesamplers.plots``, ``from pymc_treesamplers.storage import ...`` and ``pmt.predictive``
+    give the very module that moved (one object: patching either path patches both)."""
+    import importlib
+
+    import pymc_treesamplers as pmt
+    from pymc_treesamplers.moved import MOVED
+
+    for name in _TOP_LEVEL_BEFORE:
+        old = f"pymc_treesamplers.{name}"
+        module = importlib.import_module(old)
+        assert getattr(pmt, name) is module
+        assert module.__name__ == MOVED.get(old, old)
+    assert set(MOVED) <= {f"pymc_treesamplers.{n}" for n in _TOP_LEVEL_BEFORE}
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pymc_treesamplers.no_such_module")
 
 
 def _imports(path: Path, text: str | None = None) -> set[str]:

@@ -1,4 +1,4 @@
-"""The single-tree SMC estimators (pymc_treesamplers/smctree.py) against exact enumeration.
+"""The single-tree SMC estimators (pymc_treesamplers/estimators/smctree.py) against exact enumeration.
 
 On tiny data (7 rows, 34 row partitions under the prior) every tree is enumerated with the leaf
 models written independently here (tests/helpers/exact.py: the Dirichlet-multinomial from its Gamma

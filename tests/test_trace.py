@@ -1,4 +1,4 @@
-"""The stored-forest format (pymc_treesamplers/storage.py): round trip, wide X, and decoding as a trust boundary.
+"""The stored-forest format (pymc_treesamplers/results/storage.py): round trip, wide X, and decoding as a trust boundary.
 
 A saved InferenceData may be corrupted or crafted. Every decoded forest is validated before a compiled
 kernel walks it, so a bad one is a ValueError naming its (chain, draw), never a crash. The fuzz test runs

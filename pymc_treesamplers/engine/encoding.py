@@ -1,7 +1,7 @@
 """Writing the stored forest format: a forest's trees in preorder, as one ASCII string per draw.
 
 The format itself (header, node counts, values, split variables, padding) is described in
-:mod:`pymc_treesamplers.storage`, which reads it back and validates it; the engine writes it, so that a
+:mod:`pymc_treesamplers.results.storage`, which reads it back and validates it; the engine writes it, so that a
 :class:`~pymc_treesamplers.engine.chain.Chain` can hand a sampler's draw to the trace without the engine
 importing the package above it.
 """
@@ -60,7 +60,7 @@ def encode_forest(forest, thr_table: np.ndarray, trace_var: np.ndarray | None = 
     >>> text = encode_forest(Forest.empty(3, 5, 0.25), np.zeros((2, 1)))
     >>> text[:6]  # base64 of the format marker
     'UE1URg'
-    >>> from pymc_treesamplers.storage import decode_forest
+    >>> from pymc_treesamplers.results.storage import decode_forest
     >>> p, counts, var, val = decode_forest(text)
     >>> p, counts.tolist(), var.tolist(), val.tolist()
     (2, [1, 1, 1], [-1, -1, -1], [0.25, 0.25, 0.25])
@@ -81,7 +81,7 @@ def encode_preorder(counts, var, val, p: int) -> str:
     split variables (``-1``: leaf) and values (thresholds on the scale of X, leaf values), fit on
     ``p`` covariates.
 
-    >>> from pymc_treesamplers.storage import decode_forest
+    >>> from pymc_treesamplers.results.storage import decode_forest
     >>> text = encode_preorder([3], [0, -1, -1], [0.5, -1.0, 1.0], p=2)
     >>> decode_forest(text)[2].tolist()
     [0, -1, -1]

@@ -457,7 +457,7 @@ class GrowPruneGPU:
         ``pmt.predict``; needs ``thresholds``."""
         if self.thresholds is None:
             raise ValueError("encode needs the thresholds of the binning")
-        from ..storage import encode_preorder
+        from ..results.storage import encode_preorder
 
         counts, var, vals = self.preorder()
         return encode_preorder(counts, var, vals, self.p)

@@ -23,13 +23,13 @@ from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence
 
-from ..bart import BARTRV, bart_covariates
-from ..binning import split_columns
-from ..callers import check_nuts_sampler
-from ..covariates import as_data_array
 from ..engine.chain import Chain
 from ..engine.records import TreePrior
 from ..engine.splitprior import kernel_weights, new_split_weights
+from ..model.bart import BARTRV, bart_covariates
+from ..model.binning import split_columns
+from ..model.callers import check_nuts_sampler
+from ..model.covariates import as_data_array
 from ..routes.likelihood import OutputView, WorkingModel, working_model
 from .cpu import CPUSweeper
 from .options import TreeStepOptions

@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
+from ..results.storage import encode_preorder
 from ..routes.gaussian import GaussianWorkingModel
-from ..storage import encode_preorder
 
 BACKENDS = ("cpu", "cuda", "cuda-twin")
 INSTALL = "pip install 'pymc-treesamplers[gpu]' (numba-cuda) on a machine with an NVIDIA GPU and its driver"

@@ -31,7 +31,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random import basic as rvs
 
-from ..bart import BARTRV
+from ..model.bart import BARTRV
 
 __all__ = ["NormalScaleGibbs"]
 

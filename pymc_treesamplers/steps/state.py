@@ -11,7 +11,7 @@ from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
 
-from ..diagnostics import frozen_message
+from ..results.diagnostics import frozen_message
 
 
 @dataclass_state
@@ -58,7 +58,7 @@ class Watch:
     def count(self, var_name: str, step_name: str, tune: bool, changed: np.ndarray,
               mh_counts: np.ndarray) -> SamplerWarning | None:
         """Count one draw's tree updates (``changed``: which trees changed) after tuning; at the chain's last
-        draw, a warning if its trees could not move (:func:`pymc_treesamplers.diagnostics.frozen`), which PyMC
+        draw, a warning if its trees could not move (:func:`pymc_treesamplers.results.diagnostics.frozen`), which PyMC
         logs as it logs divergences."""
         if not tune:
             self.updates += changed.size

@@ -4,7 +4,7 @@
 An island is one independent particle filter over the rows of the training data (Lakshminarayanan,
 Roy & Teh 2013, section 4.1.3): it returns the particles' final log weights and the log of its
 marginal-likelihood estimate relative to the single-leaf tree. The caller
-(:mod:`pymc_treesamplers.smctree`) runs several, in threads when asked (the kernels release the GIL).
+(:mod:`pymc_treesamplers.estimators.smctree`) runs several, in threads when asked (the kernels release the GIL).
 """
 
 from typing import NamedTuple

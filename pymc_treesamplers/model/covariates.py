@@ -14,8 +14,8 @@ import pytensor.tensor as pt
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
+from ..engine.splitprior import DirichletSplitPrior
 from .binning import SPLIT_POINTS, covariate_matrix, numeric_array
-from .engine.splitprior import DirichletSplitPrior
 
 __all__ = ["as_data_array", "bart_spec", "column_names"]
 
@@ -45,7 +45,7 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     ``options`` are the keyword arguments of :func:`pymc_treesamplers.BART` (defaults as there). Defaults (Chipman
     et al. 2010, on the scale of Y): ``mu0 = mean(Y)/m``, ``sigma_mu = (max(Y) - min(Y)) / (2 k sqrt(m))``
     (under a non-Gaussian likelihood the step moves defaulted values to the link scale:
-    :meth:`pymc_treesamplers.bart.BARTRV.leaf_prior`).
+    :meth:`pymc_treesamplers.model.bart.BARTRV.leaf_prior`).
 
     >>> X, Y, kw = bart_spec(np.arange(6.0)[:, None], np.arange(6.0), m=4)
     >>> kw["mu0"], kw["sigma_mu"]

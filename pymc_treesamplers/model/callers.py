@@ -82,7 +82,7 @@ def _refused_method(value) -> str | None:
     """The PyMC method on the call stack that cannot sample ``value``'s trees, if any."""
     for frame in _frames(1):
         module, name = _module(frame), frame.f_code.co_name
-        if module in (__name__, "pymc_treesamplers.bart"):
+        if module in (__name__, "pymc_treesamplers.model.bart"):
             continue  # this check and the log-density asking for it
         if module.startswith("pymc_treesamplers."):
             return None  # this package asked for the log-density (a method of its own)

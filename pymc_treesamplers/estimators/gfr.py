@@ -17,13 +17,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .binning import split_columns
-from .covariates import bart_spec
-from .engine.chain import Chain
-from .engine.records import Pseudo
-from .engine.rows import check_threads
-from .predictive import predict_forests
-from .sigma_prior import chipman_sigma2_prior
+from ..engine.chain import Chain
+from ..engine.records import Pseudo
+from ..engine.rows import check_threads
+from ..model.binning import split_columns
+from ..model.covariates import bart_spec
+from ..model.sigma_prior import chipman_sigma2_prior
+from ..results.predictive import predict_forests
 from .smctree import _integer  # the estimators' shared option check
 
 
@@ -49,7 +49,7 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
     ----------
     forests_ : list of str
         The kept sweeps' forests in the package's stored encoding
-        (:func:`pymc_treesamplers.predictive.predict_forests` evaluates them).
+        (:func:`pymc_treesamplers.results.predictive.predict_forests` evaluates them).
     sigma_ : ndarray
         sigma after every sweep.
     n_features_in_ : int

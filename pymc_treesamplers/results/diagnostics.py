@@ -392,7 +392,7 @@ def _r2(full: np.ndarray, sub: np.ndarray) -> np.ndarray:
 def _bart_variable_names(bartrv) -> list[str] | None:
     """The names of a BART variable or a list of them (pymc-bart's ``bartrv``), or None if ``bartrv``
     is not one."""
-    from .bart import BARTRV
+    from ..model.bart import BARTRV
 
     items = bartrv if isinstance(bartrv, (list, tuple)) else [bartrv]
     if not items or not all(isinstance(getattr(getattr(v, "owner", None), "op", None), BARTRV) for v in items):
@@ -406,7 +406,7 @@ def coded_for(bartrv, X):
     """Covariates for the forests of a BART variable given as pymc-bart passes them: the columns its
     ``"OneHotSplit"`` rule reads as labels, held as numbers (in an array or a DataFrame), are coded as the
     variable's trees read them (a variable without such columns takes X as it is)."""
-    from .binning import covariate_matrix, number_labels
+    from ..model.binning import covariate_matrix, number_labels
     from .predictive import CodedX
 
     op = (bartrv[0] if isinstance(bartrv, (list, tuple)) else bartrv).owner.op

@@ -670,7 +670,7 @@ def plot_predicted_observed(idata, y, var_name: str = "mu", func: Callable | Non
 
 def plot_compare_samplers(table, columns: Sequence[str] = ("ess_sigma_per_s", "ess_f_per_s"), ax=None,
                           backend: str | None = None) -> Figure:
-    """Bars of :func:`~pymc_treesamplers.diagnostics.compare_samplers`' table, one panel per column.
+    """Bars of :func:`~pymc_treesamplers.results.diagnostics.compare_samplers`' table, one panel per column.
 
     >>> # pmt.plots.plot_compare_samplers(pmt.diagnostics.compare_samplers({"CGM": a, "PG": b}))
     """

@@ -31,14 +31,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .binning import bin_columns
-from .engine import smc
-from .engine.chain import Chain
-from .engine.leaves import class_counts, n_stats, ng_posteriors, normal_gamma
-from .engine.updates import islands
-from .predictive import leaf_positions, weighted_leaf_sum
-from .sigma_prior import chipman_sigma2_prior
-from .storage import encode_preorder
+from ..engine import smc
+from ..engine.chain import Chain
+from ..engine.leaves import class_counts, n_stats, ng_posteriors, normal_gamma
+from ..engine.updates import islands
+from ..model.binning import bin_columns
+from ..model.sigma_prior import chipman_sigma2_prior
+from ..results.predictive import leaf_positions, weighted_leaf_sum
+from ..results.storage import encode_preorder
 
 _PROPOSALS = {"prior": smc.PROPOSAL_PRIOR, "empirical": smc.PROPOSAL_EMPIRICAL, "optimal": smc.PROPOSAL_OPTIMAL}
 _EXPANSIONS = {"node": smc.EXPANSION_NODE, "layer": smc.EXPANSION_LAYER}
@@ -282,7 +282,7 @@ class SMCTreeClassifier(ClassifierMixin, _SMCTree):
         Dirichlet concentration of the leaves' class probabilities, per class.
     max_bins : int, default 256
         Coding of the covariates: columns with more distinct values are binned by quantiles
-        (:func:`pymc_treesamplers.binning.bin_columns`).
+        (:func:`pymc_treesamplers.model.binning.bin_columns`).
     split_points : {"data", "range"}, default "data"
         Cuts between the data values, or ``max_bins - 1`` equally spaced cuts over the range.
     island_weights : {"equal", "evidence"}, default "equal"

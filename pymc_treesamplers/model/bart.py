@@ -17,11 +17,11 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
+from ..engine.prior import sample_prior_tree
+from ..engine.splitprior import DirichletSplitPrior, prior_split_weights
 from .binning import number_labels, split_columns
 from .callers import calling_model, check_method, inside_posterior_predictive
 from .covariates import as_data_array, bart_spec
-from .engine.prior import sample_prior_tree
-from .engine.splitprior import DirichletSplitPrior, prior_split_weights
 from .split_rules import split_rule_kind
 
 __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
@@ -73,7 +73,8 @@ class BARTRV(RandomVariable):
 
     def coded(self, X) -> np.ndarray:
         """Covariates as the trees read them: the columns whose numbers are category labels
-        (``number_categories``) replaced by their category codes (:func:`~pymc_treesamplers.binning.number_labels`)."""
+        (``number_categories``) replaced by their category codes
+        (:func:`~pymc_treesamplers.model.binning.number_labels`)."""
         X = np.array(X, dtype=float)
         for j in self.number_categories:
             X[..., j] = number_labels(X[..., j].ravel()).reshape(X[..., j].shape)
@@ -274,7 +275,7 @@ class BART(Distribution):
         ``usequants=FALSE`` and the PG-BART paper's prior); wide gaps in the data get more prior
         mass, which suits clustered covariates.
     split_rules : list, optional
-        pymc-bart's per-covariate rules, in any of its spellings (:mod:`pymc_treesamplers.split_rules`):
+        pymc-bart's per-covariate rules, in any of its spellings (:mod:`pymc_treesamplers.model.split_rules`):
         ``"ContinuousSplit"`` (``x <= c``, the default) or ``"OneHotSplit"`` (the column's numbers are
         category labels: "this value or another", as a pandas category column would split);
         ``"SubsetSplit"`` is refused.

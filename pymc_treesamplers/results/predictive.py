@@ -24,8 +24,8 @@ import pymc as pm
 import xarray as xr
 from pymc.model import modelcontext
 
-from .bart import BARTRV, bart_covariates
-from .binning import covariate_matrix
+from ..model.bart import BARTRV, bart_covariates
+from ..model.binning import covariate_matrix
 from .storage import ForestFormatError, as_text, blob_trees, decode_trace
 
 __all__ = ["CodedX", "check_new_X", "predict", "predict_forests", "sample_posterior_predictive"]
@@ -192,7 +192,7 @@ class CodedX(NamedTuple):
 
 def check_new_X(X_new, p: int | None, with_categories: bool = False):
     """Validate covariates for prediction: numeric (a DataFrame may hold category and string columns:
-    :func:`~pymc_treesamplers.binning.covariate_matrix`), 2-D, right number of columns, no inf (NaN:
+    :func:`~pymc_treesamplers.model.binning.covariate_matrix`), 2-D, right number of columns, no inf (NaN:
     missing). With ``with_categories`` returns a :class:`CodedX` (values and categorical columns)."""
     X, categorical = X_new if isinstance(X_new, CodedX) else covariate_matrix(X_new, "X_new")
     if X.ndim == 1:
@@ -258,8 +258,9 @@ def _split_outputs(enc: np.ndarray) -> tuple[list, int]:
 
 
 def predict_forests(texts, X_new) -> np.ndarray:
-    """Values at new covariates of forests in the stored encoding (:func:`~pymc_treesamplers.storage.encode_forest`,
-    one per text, each validated first): shape ``(len(texts), n_new)``.
+    """Values at new covariates of forests in the stored encoding
+    (:func:`~pymc_treesamplers.results.storage.encode_forest`, one per text, each validated first): shape
+    ``(len(texts), n_new)``.
 
     >>> # values = predict_forests(GFRRegressor().fit(X, y).forests_, X_new)
     """
