@@ -31,16 +31,10 @@ from .engine.records import Pseudo
 from .engine.tree import add_tree
 from .gpu.layout import CHANGE, SWAP
 from .routes.augment import Augmented, pg1
-from .routes.families import (
-    FamilyLik,
-    _scatter_leaves,
-    commit_exp_rows,
-    family_pseudo,
-    loglink_row,
-    metropolis,
-    row_loglik,
-)
+from .routes.correction import commit_exp_rows, metropolis, scatter_leaves
+from .routes.families import FamilyLik, family_pseudo
 from .routes.families import _propose_leaves as propose_leaves
+from .routes.observation import loglink_row, row_loglik
 
 __all__ = ["GPU_WRONG", "LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented",
            "untilted_augment_pseudo", "wrong_gpu_sweeps"]
@@ -104,7 +98,7 @@ marginals: a deliberately wrong correction, which exactness tests must detect.""
 
 @numba.njit(cache=True, nogil=True)
 def _likelihood_only_accept(rng, lik, j, old, new, ps):
-    _scatter_leaves(new, lik.gnew, lik.enew, lik.slope)
+    scatter_leaves(new, lik.gnew, lik.enew, lik.slope)
     log_ratio = 0.0
     for i in range(lik.f.shape[0]):
         s, k = loglink_row(lik.kind, lik.u[i], lik.v[i])

@@ -19,8 +19,8 @@ import pymc as pm
 import pytest
 from scipy import special, stats
 
-from pymc_treesamplers.routes.families import ASYM_LAPLACE, LOGIT2, POISSON_LOG, PROBIT2, row_terms
 from pymc_treesamplers.routes.graph import graph_lik, register_host
+from pymc_treesamplers.routes.observation import ASYM_LAPLACE, LOGIT2, POISSON_LOG, PROBIT2, row_terms
 from pymc_treesamplers.testing import UncorrectedFamily
 from tests.helpers.exact import (
     empirical,

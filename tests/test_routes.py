@@ -22,14 +22,14 @@ from scipy import special, stats
 
 from pymc_treesamplers.diagnostics import bulk_ess
 from pymc_treesamplers.routes.augment import augmented
-from pymc_treesamplers.routes.families import (
+from pymc_treesamplers.routes.families import family_lik
+from pymc_treesamplers.routes.observation import (
     GAMMA_LOGSCALE,
     LOGIT2,
     NORMAL_LOGSD,
     POISSON_LOG,
     PROBIT2,
     STUDENT_T,
-    family_lik,
 )
 from pymc_treesamplers.testing import LikelihoodOnlyLogLink, UncorrectedFamily, UntiltedAugmented
 from tests.helpers.exact import (

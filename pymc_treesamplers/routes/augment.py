@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .families import LOGIT2, PROBIT2, STUDENT_T, log_ndtr
+from .observation import LOGIT2, PROBIT2, STUDENT_T, log_ndtr
 
 _TRUNC = 0.64  # where the two pieces of Devroye's proposal for J*(1, c) meet
 _PI2_8 = math.pi * math.pi / 8.0

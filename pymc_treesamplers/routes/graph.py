@@ -35,7 +35,7 @@ import numpy as np
 from ..engine.driver import register_likelihood
 from ..engine.records import Pseudo
 from ..engine.tree import add_tree
-from .families import CENTER_MAX, CENTER_STEPS, CENTER_TOL, metropolis, score_info, set_working_row
+from .correction import CENTER_MAX, CENTER_STEPS, CENTER_TOL, metropolis, score_info, set_working_row
 from .family import score_root
 
 if TYPE_CHECKING:
