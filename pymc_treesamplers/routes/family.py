@@ -14,7 +14,7 @@ from pytensor.tensor.random import basic as rvs
 
 from ..engine.records import Pseudo
 from . import families as fam
-from . import observation as obs
+from . import observation
 from .augment import augment_pseudo, augmented, can_augment
 from .gaussian import GaussianWorkingModel, residuals
 from .reading import FAMILIES, SUPPORTED, OutputView, is_probit, link_scale
@@ -83,7 +83,7 @@ class FamilyWorkingModel:
         k = dependent[0]
         (kind_link, self._data) = spec[k]
         if kind_link == "binary":
-            kind_link = (obs.PROBIT2, "probit") if is_probit(params[k]) else (obs.LOGIT2, "logit")
+            kind_link = (observation.PROBIT2, "probit") if is_probit(params[k]) else (observation.LOGIT2, "logit")
         self.kind, self.link = kind_link
         # an augmentation draws one latent per trial: a Binomial's trials must be data, not a variable
         trials_are_data = not (isinstance(op, rvs.BinomialRV) and set(model.value_vars) & set(ancestors([params[0]])))
@@ -115,9 +115,9 @@ class FamilyWorkingModel:
             raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
         if route == "expand":
             return "expand"
-        if self.kind in (obs.POISSON_LOG, obs.GAMMA_LOGSCALE, obs.NORMAL_LOGSD):
+        if self.kind in (observation.POISSON_LOG, observation.GAMMA_LOGSCALE, observation.NORMAL_LOGSD):
             return "loglink"
-        if self.kind == obs.STUDENT_T:
+        if self.kind == observation.STUDENT_T:
             return "augment"
         binary = isinstance(op, (rvs.BernoulliRV, rvs.BinomialRV))
         if (binary and trials_are_data and can_augment(self.kind, lik.u, lik.v)
@@ -136,13 +136,13 @@ class FamilyWorkingModel:
         log of a count's mean (``"count"``; a negative binomial's too, whose link is written on its ``p``) or
         of a positive response's (``"positive"``), of a Normal's sd (``"log"``), the logit or probit of a
         probability, or the scale of Y (``"identity"``: Student-t, asymmetric Laplace)."""
-        if self.kind in (obs.STUDENT_T, obs.ASYM_LAPLACE):
+        if self.kind in (observation.STUDENT_T, observation.ASYM_LAPLACE):
             return "identity"
-        if self.kind == obs.POISSON_LOG or self._negative_binomial:
+        if self.kind == observation.POISSON_LOG or self._negative_binomial:
             return "count"
-        if self.kind == obs.GAMMA_LOGSCALE:
+        if self.kind == observation.GAMMA_LOGSCALE:
             return "positive"
-        if self.kind == obs.NORMAL_LOGSD:
+        if self.kind == observation.NORMAL_LOGSD:
             return "log"
         return self.link
 
@@ -201,7 +201,7 @@ class FamilyWorkingModel:
         type sets the compiled code, not the family)."""
         if not self.corrected:
             return GaussianWorkingModel.compile_record()
-        return fam.family_lik(obs.POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4))
+        return fam.family_lik(observation.POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4))
 
     def sweep_input(self, f: np.ndarray, rng: np.random.Generator, threads: int = 1) -> fam.FamilyLik | Pseudo:
         """What one sweep runs on at the BART value ``f`` (class docstring): Gaussian pseudo-data (a
@@ -233,7 +233,7 @@ class FamilyWorkingModel:
         info = fam.constant_score(lik, m * self.mu0)[1]
         # the asymmetric Laplace's working curvature (its Fisher information) says nothing of where a leaf's
         # conditional sits, whatever the prior: always refined (m = 20, q = 0.8: acceptance 0.50 against 0.29)
-        self.refine = bool(self.kind == obs.ASYM_LAPLACE or 0.5 * self.s2 * np.sqrt(0.5 * info) > 1.0)
+        self.refine = bool(self.kind == observation.ASYM_LAPLACE or 0.5 * self.s2 * np.sqrt(0.5 * info) > 1.0)
         return self.refine
 
 

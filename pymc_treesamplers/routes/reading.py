@@ -14,7 +14,7 @@ from pytensor.scalar import Erfc, Exp, Sigmoid
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random import basic as rvs
 
-from . import observation as obs
+from . import observation
 
 
 class OutputView:
@@ -103,11 +103,11 @@ def is_probit(theta) -> bool:
 FAMILIES = {
     rvs.BernoulliRV: {0: ("binary", lambda y, p: (y, 1.0 - y, 0.0))},
     rvs.BinomialRV: {1: ("binary", lambda y, p: (y, p[0] - y, 0.0))},
-    rvs.NegBinomialRV: {1: ((obs.LOGIT2, "logit"), lambda y, p: (p[0], y, 0.0))},
-    rvs.PoissonRV: {0: ((obs.POISSON_LOG, "log"), lambda y, p: (y, 0.0, 0.0))},
-    rvs.GammaRV: {1: ((obs.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0))},
-    rvs.NormalRV: {1: ((obs.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0))},
-    rvs.StudentTRV: {1: ((obs.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]))},
+    rvs.NegBinomialRV: {1: ((observation.LOGIT2, "logit"), lambda y, p: (p[0], y, 0.0))},
+    rvs.PoissonRV: {0: ((observation.POISSON_LOG, "log"), lambda y, p: (y, 0.0, 0.0))},
+    rvs.GammaRV: {1: ((observation.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0))},
+    rvs.NormalRV: {1: ((observation.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0))},
+    rvs.StudentTRV: {1: ((observation.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]))},
     # a SymbolicRandomVariable with params (b, kappa, mu) (pm.AsymmetricLaplace(q=...) gives kappa)
-    AsymmetricLaplaceRV: {2: ((obs.ASYM_LAPLACE, "identity"), lambda y, p: (y, p[0], p[1]))},
+    AsymmetricLaplaceRV: {2: ((observation.ASYM_LAPLACE, "identity"), lambda y, p: (y, p[0], p[1]))},
 }
