@@ -24,36 +24,9 @@ import numba
 import numpy as np
 from numba import cuda, float64, int32, uint64
 
+from . import layout
 from .decisions import build
-from .layout import (
-    F_CUR,
-    F_NEW,
-    F_OLD,
-    F_SSR,
-    F_SSUM,
-    F_SUM,
-    I_CNT,
-    I_ERR,
-    I_J,
-    I_JP,
-    I_KIND,
-    I_PSITE,
-    I_RANGE,
-    I_SITE,
-    I_TOP,
-    INT_BIG,
-    MAXN,
-    N_INTS,
-    N_PRM,
-    N_SLOT,
-    NACC,
-    PMAX,
-    S_FIELDS,
-    S_N,
-    S_NODES,
-    SITE_LEN,
-    SUBMAX,
-)
+from .layout import INT_BIG, MAXN, N_INTS, N_PRM, NACC, PMAX, SITE_LEN, SUBMAX
 
 N_SH_RNG = SUBMAX * 2 * PMAX  # the site leaves' code bounds (a literal size for numba)
 
@@ -64,9 +37,9 @@ _mask_has, _site_descend = DEV.mask_has, DEV.site_descend
 
 @cuda.jit(device=True)
 def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
-    """All threads: the pending change of tree ``ibp[I_JP]`` (a row whose leaf slot is in the pending site's
+    """All threads: the pending change of tree ``ibp[layout.I_JP]`` (a row whose leaf slot is in the pending site's
     mask descends that site to its new slot; the residual moves by the old minus the new value; from the buffer
-    row ``ibp``/``fbp``), then tree ``ib[I_J]``'s leaf sums with its fit added back (slots below NACC in
+    row ``ibp``/``fbp``), then tree ``ib[layout.I_J]``'s leaf sums with its fit added back (slots below NACC in
     per-thread accumulators, the rest in shared memory), and for the rows in the proposal's site's mask the
     site leaf each reaches, its row count, sum and code ranges (counts and sums per thread, ranges by shared
     atomics taken only when they move a bound), and the residual sum of squares. Block reductions in shared
@@ -79,17 +52,17 @@ def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
     bd = cuda.blockDim.x
     p = codes.shape[0]
     n = codes.shape[1]
-    jp = ibp[I_JP]
-    j = ib[I_J]
-    n_pend = ibp[I_PSITE + S_N] if jp >= 0 else 0
-    n_site = ib[I_SITE + S_N] if j >= 0 else 0
-    tj = ib[I_TOP] if j >= 0 else 0
+    jp = ibp[layout.I_JP]
+    j = ib[layout.I_J]
+    n_pend = ibp[layout.I_PSITE + layout.S_N] if jp >= 0 else 0
+    n_site = ib[layout.I_SITE + layout.S_N] if j >= 0 else 0
+    tj = ib[layout.I_TOP] if j >= 0 else 0
     na = tj if tj < NACC else NACC
     p2 = 2 * p
-    for e in range(t, S_NODES + S_FIELDS * n_pend if n_pend > 0 else 0, bd):
-        sh_psite[e] = ibp[I_PSITE + e]
-    for e in range(t, S_NODES + S_FIELDS * n_site if n_site > 0 else 0, bd):
-        sh_site[e] = ib[I_SITE + e]
+    for e in range(t, layout.S_NODES + layout.S_FIELDS * n_pend if n_pend > 0 else 0, bd):
+        sh_psite[e] = ibp[layout.I_PSITE + e]
+    for e in range(t, layout.S_NODES + layout.S_FIELDS * n_site if n_site > 0 else 0, bd):
+        sh_site[e] = ib[layout.I_SITE + e]
     for q in range(t, tj, bd):
         sh_sum[q] = 0.0
     for e in range(t, p2 * n_site, bd):
@@ -135,16 +108,16 @@ def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
         if jp >= 0:
             ln = lo
             if n_pend > 0 and _mask_has(sh_psite, 0, lo):
-                ln = sh_psite[S_NODES + S_FIELDS * _site_descend(codes, sh_psite, 0, i) + N_SLOT]
+                ln = sh_psite[layout.S_NODES + layout.S_FIELDS * _site_descend(codes, sh_psite, 0, i) + layout.N_SLOT]
                 leaf[jp, i] = ln
-            ri = ri + fbp[F_OLD + lo] - fbp[F_NEW + ln]
+            ri = ri + fbp[layout.F_OLD + lo] - fbp[layout.F_NEW + ln]
             r[i] = ri
             ri = float64(r[i])  # the value stored (float32 residuals: the rounded one)
             if j == jp:  # one tree (m = 1): its slot as just changed
                 lj = ln
         ssr += ri * ri
         if j >= 0:
-            x = ri + fb[F_CUR + lj]
+            x = ri + fb[layout.F_CUR + lj]
             if lj < NACC:
                 acc[lj] += x
             else:
@@ -173,19 +146,19 @@ def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
     cuda.syncthreads()
     for q in range(t, tj, bd):
         if sh_sum[q] != 0.0:
-            cuda.atomic.add(fb, F_SUM + q, sh_sum[q])
+            cuda.atomic.add(fb, layout.F_SUM + q, sh_sum[q])
     if t == 0:
-        cuda.atomic.add(fb, F_SSR, sh_f[0])
+        cuda.atomic.add(fb, layout.F_SSR, sh_f[0])
     for q in range(t, n_site, bd):
         if sh_cnt[q] > 0:
-            cuda.atomic.add(ib, I_CNT + q, sh_cnt[q])
-            cuda.atomic.add(fb, F_SSUM + q, sh_ssum[q])
+            cuda.atomic.add(ib, layout.I_CNT + q, sh_cnt[q])
+            cuda.atomic.add(fb, layout.F_SSUM + q, sh_ssum[q])
     for e in range(t, p2 * n_site, bd):
         if e % p2 < p:
             if sh_rng[e] != INT_BIG:
-                cuda.atomic.min(ib, I_RANGE + e, sh_rng[e])
+                cuda.atomic.min(ib, layout.I_RANGE + e, sh_rng[e])
         elif sh_rng[e] != -1:
-            cuda.atomic.max(ib, I_RANGE + e, sh_rng[e])
+            cuda.atomic.max(ib, layout.I_RANGE + e, sh_rng[e])
 
 
 PF_MAGIC_I, PF_MAGIC_F = -7777777777777, 1.5e-300  # sums the prefetch cannot reach (codes < 2^16, < 2^14 words)
@@ -213,18 +186,18 @@ def _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ibr, fbr, post, 
         si += cnt[j, q] + used[j, q]
         sf += val[j, q] + lwav[j, q]
     if post:  # the words the decision reads: control words and site, the site's counts, sums and ranges
-        ns = ibr[I_SITE + S_N]
-        for q in range(t, I_SITE + S_NODES + S_FIELDS * ns, bd):
+        ns = ibr[layout.I_SITE + layout.S_N]
+        for q in range(t, layout.I_SITE + layout.S_NODES + layout.S_FIELDS * ns, bd):
             si += ibr[q]
         for q in range(t, ns, bd):
-            si += ibr[I_CNT + q]
-            sf += fbr[F_SSUM + q]
+            si += ibr[layout.I_CNT + q]
+            sf += fbr[layout.F_SSUM + q]
         for q in range(t, 2 * p * ns, bd):
-            si += ibr[I_RANGE + q]
+            si += ibr[layout.I_RANGE + q]
         for q in range(t, tj, bd):
-            sf += fbr[F_SUM + q]
+            sf += fbr[layout.F_SUM + q]
         if t == 0:
-            sf += fbr[F_SSR] + wsplit[0]
+            sf += fbr[layout.F_SSR] + wsplit[0]
     if si == PF_MAGIC_I and sf == PF_MAGIC_F:
         sink[3] = 1
 
@@ -332,7 +305,7 @@ def _sweep_kernel(sync):
         for j in range(j0, j1):
             c = t & 1
             sync(bar)
-            if ib[0, I_ERR] != 0 or ib[1, I_ERR] != 0 or bar[B_ERR] != 0:
+            if ib[0, layout.I_ERR] != 0 or ib[1, layout.I_ERR] != 0 or bar[B_ERR] != 0:
                 break
             _row_pass(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c], first, sh)
             if cuda.blockIdx.x == 0 and prefetch != 0 and j + 1 < j1:
@@ -400,7 +373,7 @@ def k_pass(codes, leaf, r, ib, fb, cur, pend, first):
 def k_decide(ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j_post, c_post, j_pre, c_pre):
     """One thread: the decision of tree ``j_post`` (if >= 0; buffer row ``c_post``), then the proposal of tree
     ``j_pre`` (if >= 0; row ``c_pre``)."""
-    if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0 and ib[0, I_ERR] == 0 and ib[1, I_ERR] == 0:
+    if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0 and ib[0, layout.I_ERR] == 0 and ib[1, layout.I_ERR] == 0:
         if j_post >= 0:
             _post_tree(rs[1], ints, lohi, cnt, val, lwav, used, top, j_post, prm, wsplit, ib[c_post], fb[c_post],
                        prop[c_post])
@@ -413,11 +386,11 @@ def k_flush(ib, fb, pend, stage):
     """Before (stage 0) and after (1) the pass that only applies the pending change of buffer row ``pend``."""
     if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0:
         if stage == 0:
-            ib[pend, I_J] = -1
-            ib[pend, I_KIND] = 0
-            fb[pend, F_SSR] = 0.0
+            ib[pend, layout.I_J] = -1
+            ib[pend, layout.I_KIND] = 0
+            fb[pend, layout.F_SSR] = 0.0
         else:
-            ib[pend, I_JP] = -1
+            ib[pend, layout.I_JP] = -1
 
 
 @cuda.jit

@@ -16,27 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from . import layout
 from .decisions import build
-from .layout import (
-    F_CUR,
-    F_NEW,
-    F_OLD,
-    F_SSR,
-    F_SSUM,
-    F_SUM,
-    I_CNT,
-    I_ERR,
-    I_J,
-    I_JP,
-    I_PSITE,
-    I_RANGE,
-    I_SITE,
-    N_SLOT,
-    P_SIGMA2,
-    S_FIELDS,
-    S_N,
-    S_NODES,
-)
 
 HOST = build(numba.njit(cache=True))
 _mask_has, _site_descend = HOST.mask_has, HOST.site_descend
@@ -44,46 +25,46 @@ _mask_has, _site_descend = HOST.mask_has, HOST.site_descend
 
 @numba.njit(cache=True)
 def row_pass_cpu(codes, leaf, r, ibp, fbp, ib, fb):
-    """The CPU twin of the device's row pass: apply the pending change of tree ``ibp[I_JP]`` (from the buffer
+    """The CPU twin of the device's row pass: apply the pending change of tree ``ibp[layout.I_JP]`` (from the buffer
     row ``ibp``/``fbp``: a row whose leaf is in the pending site's mask descends that site to its new leaf; the
-    residual moves by the old minus the new value) to every row, then sum tree ``ib[I_J]``'s rows per leaf with
+    residual moves by the old minus the new value) to every row, then sum tree ``ib[layout.I_J]``'s rows per leaf with
     its current fit added back, and those in the proposal's site's mask per site leaf, with their code ranges
-    (into ``ib``/``fb``; the flush passes the pending row for both, with ``I_J`` = -1)."""
+    (into ``ib``/``fb``; the flush passes the pending row for both, with ``layout.I_J`` = -1)."""
     p = codes.shape[0]
     n = codes.shape[1]
-    jp = ibp[I_JP]
-    n_pend = ibp[I_PSITE + S_N] if jp >= 0 else 0
-    j = ib[I_J]
-    n_site = ib[I_SITE + S_N] if j >= 0 else 0
+    jp = ibp[layout.I_JP]
+    n_pend = ibp[layout.I_PSITE + layout.S_N] if jp >= 0 else 0
+    j = ib[layout.I_J]
+    n_site = ib[layout.I_SITE + layout.S_N] if j >= 0 else 0
     ssr = 0.0
     for i in range(n):
         ri = r[i]
         if jp >= 0:
             lo = np.int64(leaf[jp, i])
             ln = lo
-            if n_pend > 0 and _mask_has(ibp, I_PSITE, lo):
-                q = _site_descend(codes, ibp, I_PSITE, i)
-                ln = ibp[I_PSITE + S_NODES + S_FIELDS * q + N_SLOT]
+            if n_pend > 0 and _mask_has(ibp, layout.I_PSITE, lo):
+                q = _site_descend(codes, ibp, layout.I_PSITE, i)
+                ln = ibp[layout.I_PSITE + layout.S_NODES + layout.S_FIELDS * q + layout.N_SLOT]
                 leaf[jp, i] = ln
-            ri = ri + fbp[F_OLD + lo] - fbp[F_NEW + ln]
+            ri = ri + fbp[layout.F_OLD + lo] - fbp[layout.F_NEW + ln]
             r[i] = ri
         ssr += ri * ri
         if j >= 0:
             l = np.int64(leaf[j, i])
-            x = ri + fb[F_CUR + l]
-            fb[F_SUM + l] += x
-            if n_site > 0 and _mask_has(ib, I_SITE, l):
-                q = _site_descend(codes, ib, I_SITE, i)
-                ib[I_CNT + q] += 1
-                fb[F_SSUM + q] += x
-                base = I_RANGE + 2 * p * q
+            x = ri + fb[layout.F_CUR + l]
+            fb[layout.F_SUM + l] += x
+            if n_site > 0 and _mask_has(ib, layout.I_SITE, l):
+                q = _site_descend(codes, ib, layout.I_SITE, i)
+                ib[layout.I_CNT + q] += 1
+                fb[layout.F_SSUM + q] += x
+                base = layout.I_RANGE + 2 * p * q
                 for w in range(p):
                     cw = np.int32(codes[w, i])
                     if cw < ib[base + w]:
                         ib[base + w] = cw
                     if cw > ib[base + p + w]:
                         ib[base + p + w] = cw
-    fb[F_SSR] = ssr
+    fb[layout.F_SSR] = ssr
 
 
 
@@ -99,7 +80,7 @@ def make_sweeps(decisions, jit=numba.njit):
         pass, the device's order (the proposal of tree ``j + 1`` after the pass of tree ``j``, before its
         decision). ``tick[0]``: trees processed so far (their buffer rows alternate), advanced here.
         ``out_sigma2[s]``: the sigma^2 of sweep ``s``. Returns the sweeps done (fewer: a tree ran out of node
-        slots, ``ib[:, I_ERR]`` says which)."""
+        slots, ``ib[:, layout.I_ERR]`` says which)."""
         m = ints.shape[0]
         t = tick[0]
         for s in range(n_sweeps):
@@ -114,9 +95,9 @@ def make_sweeps(decisions, jit=numba.njit):
                 post_tree(rs[1], ints, lohi, cnt, val, lwav, used, top, j, prm, wsplit, ib[c], fb[c], prop[c])
                 t += 1
                 tick[0] = t
-                if ib[c, I_ERR] != 0:
+                if ib[c, layout.I_ERR] != 0:
                     return s
-            out_sigma2[s] = prm[P_SIGMA2]
+            out_sigma2[s] = prm[layout.P_SIGMA2]
         return n_sweeps
 
 
