@@ -117,7 +117,7 @@ def sigma2_prior(y, nu=3.0, q=0.9):
 
 def _codes(X):
     _namespace_package()
-    from pymc_treesamplers.binning import bin_columns
+    from pymc_treesamplers.model.binning import bin_columns
 
     b = bin_columns(X, max_bins=256)
     return b.codes, b.thresholds

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_treesamplers.diagnostics import bulk_ess, rank_rhat
+from pymc_treesamplers.results.diagnostics import bulk_ess, rank_rhat
 
 __all__ = ["bulk_ess", "coda_ess", "gaussian_loglik", "rank_rhat", "single_chain_bulk_ess", "split_summary"]
 

@@ -59,7 +59,7 @@ GRID_TEXT = {
 
 def _trace_summary(idata) -> tuple[np.ndarray, int]:
     """Root variable per draw and the number of distinct partitions of the training rows."""
-    from pymc_treesamplers.storage import decode_forest
+    from pymc_treesamplers.results.storage import decode_forest
 
     enc = idata.sample_stats["mu_forest"].values.reshape(-1)
     roots = np.array([decode_forest(str(text))[2][0] for text in enc])

@@ -42,7 +42,7 @@ from matplotlib.figure import Figure
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import load_boston
-from pymc_treesamplers.diagnostics import bulk_ess
+from pymc_treesamplers.results.diagnostics import bulk_ess
 
 SEED = 20240607
 N_TREES = 50

@@ -58,7 +58,6 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from pymc_treesamplers.binning import bin_columns
 from pymc_treesamplers.engine.chain import Chain
 from pymc_treesamplers.engine.forest import Forest
 from pymc_treesamplers.engine.gaussian import leaf_draw, leaf_suff
@@ -83,9 +82,10 @@ from pymc_treesamplers.engine.tree import (
     set_leaf,
     split_log_ratio_sums,
 )
-from pymc_treesamplers.predictive import predict_preorder
-from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
-from pymc_treesamplers.storage import decode_forest
+from pymc_treesamplers.model.binning import bin_columns
+from pymc_treesamplers.model.sigma_prior import chipman_sigma2_prior
+from pymc_treesamplers.results.predictive import predict_preorder
+from pymc_treesamplers.results.storage import decode_forest
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -222,7 +222,7 @@ def draw_leaf_values(rng, prior, sums, out):
 
 def bin_rows(X_local: np.ndarray, reducer: Reducer, max_bins: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Codes ``(p, n_local)`` of this rank's rows and the threshold table, both exactly as
-    :func:`~pymc_treesamplers.binning.bin_columns` codes the whole matrix.
+    :func:`~pymc_treesamplers.model.binning.bin_columns` codes the whole matrix.
 
     A column's thresholds depend only on the multiset of its values, so each rank sends its distinct
     values and their counts and every rank bins the merged column. Prototype only: that is O(distinct
@@ -264,7 +264,7 @@ class Fit:
     """Draws of :func:`fit`, one per sweep.
 
     ``forests[s]``: the forest after sweep ``s`` in the package's trace encoding (what a tree step reports
-    as its ``<var>_forest`` stat; :func:`~pymc_treesamplers.storage.decode_forest` reads it); ``sigma``: the
+    as its ``<var>_forest`` stat; :func:`~pymc_treesamplers.results.storage.decode_forest` reads it); ``sigma``: the
     noise scale after each sweep; ``n_leaves``: mean leaves per tree; ``accept``: share of trees whose move
     was accepted; ``calls``, ``bytes``: all-reductions of each sweep (identical on every rank); ``seconds``:
     wall time of each sweep on this rank (the first includes loading or compiling the kernels), of which

@@ -54,7 +54,7 @@ def _pseudo(lik, j, tree):
 
 
 @numba.njit(cache=True, nogil=True)
-def _accept(rng, lik, j, old, new, ps):
+def _accept(rng, lik, j, old, new, pseudo):
     return rng.random() < lik.keep
 
 
@@ -69,7 +69,7 @@ must detect."""
 
 
 @numba.njit(cache=True, nogil=True)
-def _uncorrected_accept(rng, lik, j, old, new, ps):
+def _uncorrected_accept(rng, lik, j, old, new, pseudo):
     log_ratio = 0.0
     lik.gnew[:] = 0.0
     add_tree(new, lik.gnew, 1.0)
@@ -97,7 +97,7 @@ marginals: a deliberately wrong correction, which exactness tests must detect.""
 
 
 @numba.njit(cache=True, nogil=True)
-def _likelihood_only_accept(rng, lik, j, old, new, ps):
+def _likelihood_only_accept(rng, lik, j, old, new, pseudo):
     scatter_leaves(new, lik.gnew, lik.enew, lik.slope)
     log_ratio = 0.0
     for i in range(lik.f.shape[0]):

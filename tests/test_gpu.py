@@ -59,7 +59,8 @@ def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=None, alpha=0.95,
     leaves = np.empty(codes.shape[0], dtype=np.int64)
     keys = []
     for _ in range(n_draws):
-        done = sweeps(g.rs, thin, g.codes, g.leaf, g.r, *g.state, g.prm, g.wsplit, g.ib, g.fb, g.prop, g.tick, sig)
+        done = sweeps(g.rs, thin, g.codes, g.leaf, g.r, *g.state, g.params, g.wsplit, g.words, g.floats, g.prop,
+                      g.tick, sig)
         assert done == thin
         key = []
         for j in range(m):
@@ -188,16 +189,16 @@ def test_decisions_mirror_the_engines_tree_prior():
     for _ in range(300):
         alpha, beta, mu0, s2 = rng.uniform(0.05, 0.99), rng.uniform(0.0, 4.0), rng.normal(), rng.uniform(0.01, 5.0)
         prior = TreePrior(alpha, beta, mu0, s2)
-        prm = np.zeros(layout.N_PRM)
-        prm[layout.P_ALPHA], prm[layout.P_BETA], prm[layout.P_MU0], prm[layout.P_S2MU] = alpha, beta, mu0, s2
+        params = np.zeros(layout.N_PARAMS)
+        params[[layout.P_ALPHA, layout.P_BETA, layout.P_MU0, layout.P_S2MU]] = alpha, beta, mu0, s2
         d = int(rng.integers(0, 12))
         lw = -np.inf if rng.random() < 0.3 else rng.normal()
         W, S = rng.uniform(0.0, 50.0), rng.normal(0.0, 20.0)
         wv, avail, n_cuts = rng.uniform(0.1, 1.0), rng.uniform(1.0, 5.0), int(rng.integers(1, 40))
-        pairs = [(mirror["log_psplit"](prm, d), engine["log_psplit"](prior, d)),
-                 (mirror["log1m_psplit"](prm, d), engine["log1m_psplit"](prior, d)),
-                 (mirror["leaf_log_prior"](prm, d, lw), engine["leaf_log_prior"](prior, d, lw)),
-                 (mirror["leaf_loglik"](prm, W, S), engine["leaf_loglik"](prior, W, S)),
+        pairs = [(mirror["log_psplit"](params, d), engine["log_psplit"](prior, d)),
+                 (mirror["log1m_psplit"](params, d), engine["log1m_psplit"](prior, d)),
+                 (mirror["leaf_log_prior"](params, d, lw), engine["leaf_log_prior"](prior, d, lw)),
+                 (mirror["leaf_loglik"](params, W, S), engine["leaf_loglik"](prior, W, S)),
                  (mirror["rule_log_prior"](wv, avail, n_cuts),
                   engine["rule_log_prior"](math.log(wv), math.log(avail), n_cuts))]
         for ours, theirs in pairs:
@@ -309,9 +310,10 @@ def test_encoded_forest_predicts_the_sweeps_fit():
     """The stored forest format (storage.encode_preorder): decoded and walked by the predict kernel on X, it
     gives the sweep's own fit at the training rows (so ``pmt.predict`` reads a GPU draw)."""
     from pymc_treesamplers.binning import bin_columns
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
     from pymc_treesamplers.predictive import _extended, predict_preorder
     from pymc_treesamplers.storage import decode_forest
+
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(300, 3))

@@ -1,4 +1,5 @@
-"""The stored-forest format (pymc_treesamplers/results/storage.py): round trip, wide X, and decoding as a trust boundary.
+"""The stored-forest format (pymc_treesamplers/results/storage.py): round trip, wide X, and decoding as a trust
+boundary.
 
 A saved InferenceData may be corrupted or crafted. Every decoded forest is validated before a compiled
 kernel walks it, so a bad one is a ValueError naming its (chain, draw), never a crash. The fuzz test runs
@@ -16,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from pymc_treesamplers.storage import decode_forest, decode_trace, encode_forest
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.nodes import CUT, LEFT, RIGHT, VALUE, VAR
 from pymc_treesamplers.engine.records import split_data, tree_of
 from pymc_treesamplers.engine.tree import split_leaf
-from pymc_treesamplers.storage import decode_forest, decode_trace, encode_forest
 from tests.helpers.trees import empty_forest, random_forest
 
 pytestmark = pytest.mark.boundscheck

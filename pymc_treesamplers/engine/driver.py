@@ -56,7 +56,7 @@ def new_scratch_tree(n: int) -> ScratchTree:
 
 
 def register_update(scratch_cls):
-    """Register ``update(rng, j, tree, data, prior, ps, sk) -> int`` for scratch records of
+    """Register ``update(rng, j, tree, data, prior, pseudo, sampler) -> int`` for scratch records of
     ``scratch_cls``: it moves ``tree`` in place and returns 1 if it changed the tree (accepted a
     move), 0 if not, a negative code on failure (the step turns it into an error).
     """
@@ -72,18 +72,18 @@ def register_likelihood(lik_cls, pseudo, accept, leaves=None):
     """Register a likelihood record type.
 
     ``pseudo(lik, j, tree) -> Pseudo`` gives tree ``j``'s pseudo-data (``r``: the residual the driver
-    adds the tree's fit back to); ``accept(rng, lik, j, old, new, ps) -> bool`` decides whether the
-    proposed tree ``new`` (structure and leaves; its fit already taken off ``ps.r``) replaces ``old``
+    adds the tree's fit back to); ``accept(rng, lik, j, old, new, pseudo) -> bool`` decides whether the
+    proposed tree ``new`` (structure and leaves; its fit already taken off ``pseudo.r``) replaces ``old``
     (whose rows ``new`` has reordered). The kernels are reversible with respect to the pseudo-data's
     tree posterior, which is what an accept step that corrects towards another target relies on.
-    ``leaves(rng, lik, tree, prior, ps)`` draws the proposal's leaves and takes its fit off ``ps.r``
+    ``leaves(rng, lik, tree, prior, pseudo)`` draws the proposal's leaves and takes its fit off ``pseudo.r``
     (default: :func:`~pymc_treesamplers.engine.tree.draw_leaves`, their conditional under the pseudo-data).
     """
     _LIKELIHOODS[lik_cls] = (pseudo, accept, _working_leaves if leaves is None else leaves)
 
 
-def tree_update(rng, j, tree, data, prior, ps, sk):
-    """The update registered for the type of ``sk`` (compiled dispatch; see :func:`register_update`)."""
+def tree_update(rng, j, tree, data, prior, pseudo, sampler):
+    """The update registered for the type of ``sampler`` (compiled dispatch; see :func:`register_update`)."""
     raise NotImplementedError("tree_update only runs inside numba kernels")
 
 
@@ -92,12 +92,12 @@ def tree_pseudo(lik, j, tree):
     raise NotImplementedError("tree_pseudo only runs inside numba kernels")
 
 
-def propose_leaves(rng, lik, tree, prior, ps):
+def propose_leaves(rng, lik, tree, prior, pseudo):
     """Draw the proposal's leaves (compiled dispatch; see :func:`register_likelihood`)."""
     raise NotImplementedError("propose_leaves only runs inside numba kernels")
 
 
-def accept_proposal(rng, lik, j, old, new, ps):
+def accept_proposal(rng, lik, j, old, new, pseudo):
     """Whether to keep the proposed tree (compiled dispatch; see :func:`register_likelihood`)."""
     raise NotImplementedError("accept_proposal only runs inside numba kernels")
 
@@ -117,11 +117,11 @@ def _registered(table, typ, what):
 
 
 @overload(tree_update, inline="always", jit_options=_DISPATCH)
-def _tree_update(rng, j, tree, data, prior, ps, sk):
-    update = _registered(_UPDATES, sk, "tree update")
+def _tree_update(rng, j, tree, data, prior, pseudo, sampler):
+    update = _registered(_UPDATES, sampler, "tree update")
 
-    def impl(rng, j, tree, data, prior, ps, sk):
-        return update(rng, j, tree, data, prior, ps, sk)
+    def impl(rng, j, tree, data, prior, pseudo, sampler):
+        return update(rng, j, tree, data, prior, pseudo, sampler)
 
     return impl
 
@@ -137,28 +137,28 @@ def _tree_pseudo(lik, j, tree):
 
 
 @overload(accept_proposal, inline="always", jit_options=_DISPATCH)
-def _accept_proposal(rng, lik, j, old, new, ps):
+def _accept_proposal(rng, lik, j, old, new, pseudo):
     accept = _registered(_LIKELIHOODS, lik, "likelihood")[1]
 
-    def impl(rng, lik, j, old, new, ps):
-        return accept(rng, lik, j, old, new, ps)
+    def impl(rng, lik, j, old, new, pseudo):
+        return accept(rng, lik, j, old, new, pseudo)
 
     return impl
 
 
 @overload(propose_leaves, inline="always", jit_options=_DISPATCH)
-def _propose_leaves(rng, lik, tree, prior, ps):
+def _propose_leaves(rng, lik, tree, prior, pseudo):
     leaves = _registered(_LIKELIHOODS, lik, "likelihood")[2]
 
-    def impl(rng, lik, tree, prior, ps):
-        return leaves(rng, lik, tree, prior, ps)
+    def impl(rng, lik, tree, prior, pseudo):
+        return leaves(rng, lik, tree, prior, pseudo)
 
     return impl
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _working_leaves(rng, lik, tree, prior, ps):
-    draw_leaves(rng, tree, prior, ps)
+def _working_leaves(rng, lik, tree, prior, pseudo):
+    draw_leaves(rng, tree, prior, pseudo)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -167,7 +167,7 @@ def _gaussian_pseudo(lik, j, tree):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gaussian_accept(rng, lik, j, old, new, ps):
+def _gaussian_accept(rng, lik, j, old, new, pseudo):
     # the pseudo-data are the exact conditional likelihood of the tree: every kernel already
     # leaves the tree's exact conditional invariant, so there is nothing to correct
     return True
@@ -177,7 +177,7 @@ register_likelihood(Pseudo, _gaussian_pseudo, _gaussian_accept)
 
 
 @numba.njit(cache=True, nogil=True)
-def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
+def sweep(rng, j0, resume, data, prior, forest, lik, work, sampler, changed):
     """Update trees ``j0 .. m-1`` in turn (steps 1-5 of the module docstring).
 
     Returns ``(SWEEP_DONE, -1)``; ``(SWEEP_GROW, j)`` when tree ``j``'s result needs more node
@@ -190,20 +190,20 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
         tree = tree_of(forest, j)
         scratch = Tree(work.ints, work.floats, tree.perm, work.nn)
         if not (resume and j == j0):
-            ps = tree_pseudo(lik, j, tree)
-            add_tree(tree, ps.r, 1.0, ps.threads)
+            pseudo = tree_pseudo(lik, j, tree)
+            add_tree(tree, pseudo.r, 1.0, pseudo.threads)
             copy_nodes(tree, scratch)
-            status = tree_update(rng, j, scratch, data, prior, ps, sk)
+            status = tree_update(rng, j, scratch, data, prior, pseudo, sampler)
             if status < 0:
                 return SWEEP_FAILED, j
             changed[j] = status > 0
-            propose_leaves(rng, lik, scratch, prior, ps)
-            if not accept_proposal(rng, lik, j, tree, scratch, ps):
+            propose_leaves(rng, lik, scratch, prior, pseudo)
+            if not accept_proposal(rng, lik, j, tree, scratch, pseudo):
                 # the proposal reordered the shared rows: re-split them by the old tree's rules,
                 # and put the old tree's fit, not the proposal's, off the residual
-                add_tree(scratch, ps.r, 1.0, ps.threads)
+                add_tree(scratch, pseudo.r, 1.0, pseudo.threads)
                 repartition_subtree(tree, data, ROOT, work.order)
-                add_tree(tree, ps.r, -1.0, ps.threads)
+                add_tree(tree, pseudo.r, -1.0, pseudo.threads)
                 copy_nodes(tree, scratch)
                 changed[j] = False
             if scratch.nn[0] > cap:
@@ -212,14 +212,14 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sk, changed):
     return SWEEP_DONE, -1
 
 
-def run_sweep(rng, data, prior, forest, lik, work, sk, changed, threads: int = 1, kernel=sweep) -> int:
+def run_sweep(rng, data, prior, forest, lik, work, sampler, changed, threads: int = 1, kernel=sweep) -> int:
     """One whole :func:`sweep` over a :class:`~pymc_treesamplers.engine.forest.Forest`, growing its node arrays
     whenever a tree needs more room; returns -1, or the tree whose update failed. ``kernel``: the compiled
     sweep to call (a step passes its entry point bound to its argument types)."""
     j, resume = 0, False
     while True:
         with numba_threads(threads):
-            code, j = kernel(rng, j, resume, data, prior, forest.arrays(), lik, work, sk, changed)
+            code, j = kernel(rng, j, resume, data, prior, forest.arrays(), lik, work, sampler, changed)
         if code == SWEEP_DONE:
             return -1
         if code == SWEEP_FAILED:

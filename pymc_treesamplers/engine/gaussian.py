@@ -1,7 +1,7 @@
 """Weighted Normal-Normal algebra for one leaf (sufficient statistics ``W = sum w``, ``S = sum w r``).
 
 Working model in a leaf: ``r_i ~ N(mu, 1 / w_i)``, ``mu ~ N(mu0, s2)`` (``prior`` is a
-:class:`~pymc_treesamplers.engine.records.TreePrior`, ``ps`` a :class:`~pymc_treesamplers.engine.records.Pseudo`).
+:class:`~pymc_treesamplers.engine.records.TreePrior`, ``pseudo`` a :class:`~pymc_treesamplers.engine.records.Pseudo`).
 """
 
 import math
@@ -13,10 +13,10 @@ from .rows import range_suff
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_suff(ps, pj, s, e):
-    """``(W, S)`` over the rows ``pj[s:e]`` (by blocks on long ranges:
+def leaf_suff(pseudo, perm, s, e):
+    """``(W, S)`` over the rows ``perm[s:e]`` (by blocks on long ranges:
     :func:`~pymc_treesamplers.engine.rows.range_suff`)."""
-    return range_suff(ps.r, ps.w, pj, s, e, ps.threads)
+    return range_suff(pseudo.r, pseudo.w, perm, s, e, pseudo.threads)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -5,7 +5,7 @@ A leaf model is the record a kernel passes where the Gaussian kernels pass their
 time. Every model answers three questions, over a vector of sufficient statistics of fixed width:
 
 * :func:`n_stats` ``(lm)``: the width;
-* :func:`range_stats` ``(lm, pj, s, e, out)``: the statistics of the rows ``pj[s:e]`` (written);
+* :func:`range_stats` ``(lm, perm, s, e, out)``: the statistics of the rows ``perm[s:e]`` (written);
   :func:`add_row` ``(lm, i, hist, k)``: row ``i``'s statistics added to row ``k`` of ``hist`` (histograms by code);
 * :func:`log_marginal` ``(prior, lm, stats)``: the leaf's log marginal likelihood, leaf parameters
   integrated out. Zero for empty statistics, so a tree's value is a sum over its leaves.
@@ -92,7 +92,7 @@ def normal_gamma(y: np.ndarray, mu0: float, kappa0: float, a0: float, b0: float)
 
 
 def register_leaf_model(cls, width, rows, row, marginal):
-    """Register a leaf model record type: ``width(lm)``, ``rows(lm, pj, s, e, out)``,
+    """Register a leaf model record type: ``width(lm)``, ``rows(lm, perm, s, e, out)``,
     ``row(lm, i, hist, k)`` and ``marginal(prior, lm, stats)`` (numba functions)."""
     _MODELS[cls] = (width, rows, row, marginal)
 
@@ -109,9 +109,9 @@ def n_stats(lm):
     return _model(numba.typeof(lm))[0](lm)
 
 
-def range_stats(lm, pj, s, e, out):
-    """Sufficient statistics of the rows ``pj[s:e]`` written to ``out`` (compiled dispatch)."""
-    _model(numba.typeof(lm))[1](lm, pj, s, e, out)
+def range_stats(lm, perm, s, e, out):
+    """Sufficient statistics of the rows ``perm[s:e]`` written to ``out`` (compiled dispatch)."""
+    _model(numba.typeof(lm))[1](lm, perm, s, e, out)
 
 
 def add_row(lm, i, hist, k):
@@ -132,9 +132,9 @@ def _n_stats(lm):
 
 
 @overload(range_stats, inline="always", jit_options=_JIT)
-def _range_stats(lm, pj, s, e, out):
+def _range_stats(lm, perm, s, e, out):
     fn = _model(lm)[1]
-    return lambda lm, pj, s, e, out: fn(lm, pj, s, e, out)
+    return lambda lm, perm, s, e, out: fn(lm, perm, s, e, out)
 
 
 @overload(add_row, inline="always", jit_options=_JIT)
@@ -158,8 +158,8 @@ def _gauss_width(lm):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gauss_rows(lm, pj, s, e, out):
-    out[0], out[1] = leaf_suff(lm, pj, s, e)
+def _gauss_rows(lm, perm, s, e, out):
+    out[0], out[1] = leaf_suff(lm, perm, s, e)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -186,10 +186,10 @@ def _dm_width(lm):
 
 
 @numba.njit(cache=True, nogil=True)
-def _dm_rows(lm, pj, s, e, out):
+def _dm_rows(lm, perm, s, e, out):
     out[:] = 0.0
     for q in range(s, e):
-        out[lm.y[pj[q]]] += 1.0
+        out[lm.y[perm[q]]] += 1.0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -221,11 +221,11 @@ def _ng_width(lm):
 
 
 @numba.njit(cache=True, nogil=True)
-def _ng_rows(lm, pj, s, e, out):
+def _ng_rows(lm, perm, s, e, out):
     a = 0.0
     b = 0.0
     for q in range(s, e):
-        v = lm.y[pj[q]]
+        v = lm.y[perm[q]]
         a += v
         b += v * v
     out[0] = e - s

@@ -48,33 +48,33 @@ def leaf_log_prior(prior, d, lwavail):
 
 
 @numba.njit(cache=True, nogil=True)
-def var_has_valid_cut(code_v, pj, s, e):
-    """True when the rows ``pj[s:e]`` carry at least two distinct codes of one variable.
+def var_has_valid_cut(code_v, perm, s, e):
+    """True when the rows ``perm[s:e]`` carry at least two distinct codes of one variable.
 
     Exits at the first differing code, so continuous covariates cost O(1) in practice.
     """
-    first = code_v[pj[s]]
+    first = code_v[perm[s]]
     for t in range(s + 1, e):
-        if code_v[pj[t]] != first:
+        if code_v[perm[t]] != first:
             return True
     return False
 
 
 @numba.njit(cache=True, nogil=True)
-def code_range(code_v, pj, s, e, threads=1):
-    """Smallest and largest code of one variable over the rows ``pj[s:e]`` (by blocks on a long range)."""
+def code_range(code_v, perm, s, e, threads=1):
+    """Smallest and largest code of one variable over the rows ``perm[s:e]`` (by blocks on a long range)."""
     if e - s >= PAR_MIN:
-        return code_range_blocks(code_v, pj, s, e, threads)
-    mn, mx = block_range(code_v, pj, s, e)
+        return code_range_blocks(code_v, perm, s, e, threads)
+    mn, mx = block_range(code_v, perm, s, e)
     return np.int64(mn), np.int64(mx)
 
 
 @numba.njit(cache=True, nogil=True)
-def node_log_avail(data, pj, s, e):
+def node_log_avail(data, perm, s, e):
     """Log of the summed weights of the variables with a valid cut in a node (``-inf``: none)."""
     total = 0.0
     for v in range(data.codes.shape[0]):
-        if data.wsplit[v] > 0.0 and var_has_valid_cut(data.codes[v], pj, s, e):
+        if data.wsplit[v] > 0.0 and var_has_valid_cut(data.codes[v], perm, s, e):
             total += data.wsplit[v]
     if total > 0.0:
         return math.log(total)
@@ -82,8 +82,8 @@ def node_log_avail(data, pj, s, e):
 
 
 @numba.njit(cache=True, nogil=True)
-def side_log_avail(data, pj, s, e, code_split, c, left, n_side):
-    """:func:`node_log_avail` of the ``n_side`` rows of ``pj[s:e]`` on one side of ``code_split <= c``
+def side_log_avail(data, perm, s, e, code_split, c, left, n_side):
+    """:func:`node_log_avail` of the ``n_side`` rows of ``perm[s:e]`` on one side of ``code_split <= c``
     (``left``: the side at or below ``c``), read in place: a proposed split's children without moving rows.
 
     The same variables are found valid as on the split node's rows, and their weights are added in the
@@ -93,16 +93,16 @@ def side_log_avail(data, pj, s, e, code_split, c, left, n_side):
     if n_side < 2:
         return NEG_INF
     q0 = s
-    while (code_split[pj[q0]] <= c) != left:
+    while (code_split[perm[q0]] <= c) != left:
         q0 += 1
-    first = pj[q0]
+    first = perm[q0]
     total = 0.0
     for v in range(data.codes.shape[0]):
         if data.wsplit[v] > 0.0:
             code_v = data.codes[v]
             f = code_v[first]
             for q in range(q0 + 1, e):
-                i = pj[q]
+                i = perm[q]
                 if code_v[i] != f and (code_split[i] <= c) == left:
                     total += data.wsplit[v]
                     break
@@ -112,7 +112,7 @@ def side_log_avail(data, pj, s, e, code_split, c, left, n_side):
 
 
 @numba.njit(cache=True, nogil=True)
-def draw_split_rule(rng, data, pj, s, e, scratch_p):
+def draw_split_rule(rng, data, perm, s, e, scratch_p):
     """Draw ``(v, c, n_cuts)`` for a splittable node from the split-rule prior.
 
     ``scratch_p`` (length p) is overwritten. Returns ``v = -1`` if no variable can split.
@@ -123,7 +123,7 @@ def draw_split_rule(rng, data, pj, s, e, scratch_p):
     total = 0.0
     for v in range(codes.shape[0]):
         if wsplit[v] > 0.0 and (
-            data.code_min[v] < data.code_max[v] if every_row else var_has_valid_cut(codes[v], pj, s, e)
+            data.code_min[v] < data.code_max[v] if every_row else var_has_valid_cut(codes[v], perm, s, e)
         ):
             scratch_p[v] = wsplit[v]
             total += wsplit[v]
@@ -142,7 +142,7 @@ def draw_split_rule(rng, data, pj, s, e, scratch_p):
     if every_row:
         mn, mx = data.code_min[v], data.code_max[v]
     else:
-        mn, mx = code_range(codes[v], pj, s, e, data.threads)
+        mn, mx = code_range(codes[v], perm, s, e, data.threads)
     c = mn + rng.integers(0, mx - mn)
     return v, c, mx - mn
 

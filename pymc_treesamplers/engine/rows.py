@@ -30,8 +30,8 @@ process that forks later (PyMC's ``cores > 1``) is not affected.
 
 >>> import numpy as np
 >>> r, w = np.arange(5.0), np.ones(5)
->>> pj = np.arange(5, dtype=np.int32)
->>> range_suff(r, w, pj, 1, 4, 1)
+>>> perm = np.arange(5, dtype=np.int32)
+>>> range_suff(r, w, perm, 1, 4, 1)
 (3.0, 6.0)
 """
 
@@ -82,11 +82,11 @@ def _scale(w):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _block_suff(r, w, pj, a, b):
+def _block_suff(r, w, perm, a, b):
     W = 0.0
     S = 0.0
     for t in range(a, b):
-        i = pj[t]
+        i = perm[t]
         wi = _unit_weight(w, i)
         W += wi
         S += wi * r[i]
@@ -95,25 +95,25 @@ def _block_suff(r, w, pj, a, b):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _suff_par(r, w, pj, s, e, parts):
+def _suff_par(r, w, perm, s, e, parts):
     for c in numba.prange(parts.shape[0]):
         a = s + c * BLOCK
-        parts[c, 0], parts[c, 1] = _block_suff(r, w, pj, a, min(a + BLOCK, e))
+        parts[c, 0], parts[c, 1] = _block_suff(r, w, perm, a, min(a + BLOCK, e))
 
 
 @numba.njit(cache=True, nogil=True)
-def range_suff(r, w, pj, s, e, threads):
-    """``(W, S) = (sum w_i, sum w_i r_i)`` over the rows ``pj[s:e]``; by blocks when the range is long."""
+def range_suff(r, w, perm, s, e, threads):
+    """``(W, S) = (sum w_i, sum w_i r_i)`` over the rows ``perm[s:e]``; by blocks when the range is long."""
     if e - s < PAR_MIN:
-        return _block_suff(r, w, pj, s, e)
+        return _block_suff(r, w, perm, s, e)
     nb = (e - s + BLOCK - 1) // BLOCK
     parts = np.empty((nb, 2))
     if threads > 1:
-        _suff_par(r, w, pj, s, e, parts)
+        _suff_par(r, w, perm, s, e, parts)
     else:
         for c in range(nb):
             a = s + c * BLOCK
-            parts[c, 0], parts[c, 1] = _block_suff(r, w, pj, a, min(a + BLOCK, e))
+            parts[c, 0], parts[c, 1] = _block_suff(r, w, perm, a, min(a + BLOCK, e))
     W = 0.0
     S = 0.0
     for c in range(nb):
@@ -123,7 +123,7 @@ def range_suff(r, w, pj, s, e, threads):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _block_split_suff(r, w, pj, a, b, code_v, c):
+def _block_split_suff(r, w, perm, a, b, code_v, c):
     # branch-free: a random split mispredicts half its branches; adding w * 0.0 leaves a sum unchanged
     nl = 0
     WL = 0.0
@@ -131,7 +131,7 @@ def _block_split_suff(r, w, pj, a, b, code_v, c):
     WR = 0.0
     SR = 0.0
     for t in range(a, b):
-        i = pj[t]
+        i = perm[t]
         left = code_v[i] <= c
         f = 1.0 if left else 0.0
         wi = _unit_weight(w, i)
@@ -146,17 +146,17 @@ def _block_split_suff(r, w, pj, a, b, code_v, c):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _split_suff_par(r, w, pj, s, e, code_v, c, counts, parts):
+def _split_suff_par(r, w, perm, s, e, code_v, c, counts, parts):
     for k in numba.prange(parts.shape[0]):
         a = s + k * BLOCK
         counts[k], parts[k, 0], parts[k, 1], parts[k, 2], parts[k, 3] = _block_split_suff(
-            r, w, pj, a, min(a + BLOCK, e), code_v, c
+            r, w, perm, a, min(a + BLOCK, e), code_v, c
         )
 
 
 @numba.njit(cache=True, nogil=True)
-def split_suff(r, w, pj, s, e, code_v, c, threads):
-    """``(n_left, W_left, S_left, W_right, S_right)`` of the rows ``pj[s:e]`` split by ``code_v <= c``,
+def split_suff(r, w, perm, s, e, code_v, c, threads):
+    """``(n_left, W_left, S_left, W_right, S_right)`` of the rows ``perm[s:e]`` split by ``code_v <= c``,
     without moving them: what a proposed split needs, in one pass (by blocks on a long range).
 
     A grow is mostly rejected once a chain has found the data; scoring it without the partition (and
@@ -168,17 +168,17 @@ def split_suff(r, w, pj, s, e, code_v, c, threads):
     (2, 2.0, 2.0, 2.0, 4.0)
     """
     if e - s < PAR_MIN:
-        return _block_split_suff(r, w, pj, s, e, code_v, c)
+        return _block_split_suff(r, w, perm, s, e, code_v, c)
     nb = (e - s + BLOCK - 1) // BLOCK
     counts = np.empty(nb, dtype=np.int64)
     parts = np.empty((nb, 4))
     if threads > 1:
-        _split_suff_par(r, w, pj, s, e, code_v, c, counts, parts)
+        _split_suff_par(r, w, perm, s, e, code_v, c, counts, parts)
     else:
         for k in range(nb):
             a = s + k * BLOCK
             counts[k], parts[k, 0], parts[k, 1], parts[k, 2], parts[k, 3] = _block_split_suff(
-                r, w, pj, a, min(a + BLOCK, e), code_v, c
+                r, w, perm, a, min(a + BLOCK, e), code_v, c
             )
     nl = 0
     WL = 0.0
@@ -195,7 +195,7 @@ def split_suff(r, w, pj, s, e, code_v, c, threads):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _block_split2_suff(r, w, pj, a, b, code0, c0, code_l, c_l, code_r, c_r, counts, parts):
+def _block_split2_suff(r, w, perm, a, b, code0, c0, code_l, c_l, code_r, c_r, counts, parts):
     # branch-free, as _block_split_suff: each row's weight in the four cells is a product of 0/1 factors
     n0 = 0
     n_ll = 0
@@ -203,7 +203,7 @@ def _block_split2_suff(r, w, pj, a, b, code0, c0, code_l, c_l, code_r, c_r, coun
     W0 = W1 = W2 = W3 = 0.0
     S0 = S1 = S2 = S3 = 0.0
     for t in range(a, b):
-        i = pj[t]
+        i = perm[t]
         g0 = code0[i] <= c0
         gl = code_l[i] <= c_l
         gr = code_r[i] <= c_r
@@ -242,15 +242,15 @@ def _block_split2_suff(r, w, pj, a, b, code0, c0, code_l, c_l, code_r, c_r, coun
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _split2_suff_par(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, counts, parts):
+def _split2_suff_par(r, w, perm, s, e, code0, c0, code_l, c_l, code_r, c_r, counts, parts):
     for k in numba.prange(parts.shape[0]):
         a = s + k * BLOCK
-        _block_split2_suff(r, w, pj, a, min(a + BLOCK, e), code0, c0, code_l, c_l, code_r, c_r, counts[k], parts[k])
+        _block_split2_suff(r, w, perm, a, min(a + BLOCK, e), code0, c0, code_l, c_l, code_r, c_r, counts[k], parts[k])
 
 
 @numba.njit(cache=True, nogil=True)
-def split2_suff(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
-    """:func:`split_suff` two levels down, without moving rows: the rows ``pj[s:e]`` split by ``code0 <= c0``,
+def split2_suff(r, w, perm, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
+    """:func:`split_suff` two levels down, without moving rows: the rows ``perm[s:e]`` split by ``code0 <= c0``,
     then the left side by ``code_l <= c_l`` and the right side by ``code_r <= c_r``. Returns the counts
     ``(n_left, n_left_left, n_right_left)`` and the ``(W, S)`` sums of the four cells, left-left, left-right,
     right-left, right-right, as an array of 8 (by blocks on a long range).
@@ -270,13 +270,13 @@ def split2_suff(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
     counts = np.empty((nb, 3), dtype=np.int64)
     parts = np.empty((nb, 8))
     if nb == 1:
-        _block_split2_suff(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, counts[0], parts[0])
+        _block_split2_suff(r, w, perm, s, e, code0, c0, code_l, c_l, code_r, c_r, counts[0], parts[0])
     elif threads > 1:
-        _split2_suff_par(r, w, pj, s, e, code0, c0, code_l, c_l, code_r, c_r, counts, parts)
+        _split2_suff_par(r, w, perm, s, e, code0, c0, code_l, c_l, code_r, c_r, counts, parts)
     else:
         for k in range(nb):
             a = s + k * BLOCK
-            _block_split2_suff(r, w, pj, a, min(a + BLOCK, e), code0, c0, code_l, c_l, code_r, c_r, counts[k],
+            _block_split2_suff(r, w, perm, a, min(a + BLOCK, e), code0, c0, code_l, c_l, code_r, c_r, counts[k],
                                parts[k])
     for k in range(1, nb):  # in block order: the same sums on any thread count
         for j in range(3):
@@ -326,23 +326,23 @@ def _window(s, e, c, nb):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _window_suff(r, w, pj, starts, ends, c, nb, parts):
+def _window_suff(r, w, perm, starts, ends, c, nb, parts):
     # window c of every range, summed into parts[c, k]
     for k in range(starts.shape[0]):
         a, b = _window(starts[k], ends[k], c, nb)
-        parts[c, k, 0], parts[c, k, 1] = _block_suff(r, w, pj, a, b)
+        parts[c, k, 0], parts[c, k, 1] = _block_suff(r, w, perm, a, b)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _ranges_suff_par(r, w, pj, starts, ends, parts):
+def _ranges_suff_par(r, w, perm, starts, ends, parts):
     nb = parts.shape[0]
     for c in numba.prange(nb):
-        _window_suff(r, w, pj, starts, ends, c, nb, parts)
+        _window_suff(r, w, perm, starts, ends, c, nb, parts)
 
 
 @numba.njit(cache=True, nogil=True)
-def ranges_suff(r, w, pj, starts, ends, total, threads, out):
-    """``out[k] = (W, S)`` of the rows ``pj[starts[k]:ends[k]]`` for every k (disjoint ranges holding
+def ranges_suff(r, w, perm, starts, ends, total, threads, out):
+    """``out[k] = (W, S)`` of the rows ``perm[starts[k]:ends[k]]`` for every k (disjoint ranges holding
     ``total`` rows): every leaf of a tree in one pass.
 
     Below :data:`PAR_MIN` rows in all, one plain loop per range (as :func:`range_suff`). Otherwise by the
@@ -358,15 +358,15 @@ def ranges_suff(r, w, pj, starts, ends, total, threads, out):
     L = starts.shape[0]
     if total < PAR_MIN:
         for k in range(L):
-            out[k, 0], out[k, 1] = _block_suff(r, w, pj, starts[k], ends[k])
+            out[k, 0], out[k, 1] = _block_suff(r, w, perm, starts[k], ends[k])
         return
     nb = min((total + BLOCK - 1) // BLOCK, SUM_WINDOWS)
     parts = np.empty((nb, L, 2))
     if threads > 1:
-        _ranges_suff_par(r, w, pj, starts, ends, parts)
+        _ranges_suff_par(r, w, perm, starts, ends, parts)
     else:
         for c in range(nb):
-            _window_suff(r, w, pj, starts, ends, c, nb, parts)
+            _window_suff(r, w, perm, starts, ends, c, nb, parts)
     for k in range(L):
         W = 0.0
         S = 0.0
@@ -378,19 +378,19 @@ def ranges_suff(r, w, pj, starts, ends, total, threads, out):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _add_window(out, pj, starts, ends, vals, c, nb):
+def _add_window(out, perm, starts, ends, vals, c, nb):
     # window c of every range: out[row] += vals[k]
     for k in range(starts.shape[0]):
         a, b = _window(starts[k], ends[k], c, nb)
         v = vals[k]
         for q in range(a, b):
-            out[pj[q]] += v
+            out[perm[q]] += v
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _add_par(out, pj, starts, ends, vals, nb):
+def _add_par(out, perm, starts, ends, vals, nb):
     for c in numba.prange(nb):
-        _add_window(out, pj, starts, ends, vals, c, nb)
+        _add_window(out, perm, starts, ends, vals, c, nb)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -415,8 +415,8 @@ def add_tree(t, out, sign, threads=1):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_ranges(out, pj, starts, ends, vals, total, threads):
-    """``out[pj[q]] += vals[k]`` for every position ``q`` of every range ``starts[k]:ends[k]`` (disjoint
+def add_ranges(out, perm, starts, ends, vals, total, threads):
+    """``out[perm[q]] += vals[k]`` for every position ``q`` of every range ``starts[k]:ends[k]`` (disjoint
     ranges holding ``total`` rows), by the windows of :func:`add_tree`: its pass, for a caller that has
     the leaves' ranges already (:func:`~pymc_treesamplers.engine.tree.draw_leaves`).
 
@@ -428,10 +428,10 @@ def add_ranges(out, pj, starts, ends, vals, total, threads):
     """
     nb = (total + BLOCK - 1) // BLOCK
     if threads > 1 and total >= PAR_MIN:
-        _add_par(out, pj, starts, ends, vals, nb)
+        _add_par(out, perm, starts, ends, vals, nb)
     else:
         for c in range(nb):
-            _add_window(out, pj, starts, ends, vals, c, nb)
+            _add_window(out, perm, starts, ends, vals, c, nb)
 
 
 def check_threads(threads: int) -> int:
@@ -474,18 +474,18 @@ def numba_threads(threads: int) -> Iterator[None]:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _block_count(pj, a, b, code_v, c):
+def _block_count(perm, a, b, code_v, c):
     k = 0
     for q in range(a, b):
-        if code_v[pj[q]] <= c:
+        if code_v[perm[q]] <= c:
             k += 1
     return k
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _block_scatter(pj, a, b, code_v, c, tmp, lo, hi):
+def _block_scatter(perm, a, b, code_v, c, tmp, lo, hi):
     for q in range(a, b):  # branch-free (see _block_split_suff)
-        row = pj[q]
+        row = perm[q]
         left = code_v[row] <= c
         tmp[lo if left else hi] = row
         lo += left
@@ -493,30 +493,30 @@ def _block_scatter(pj, a, b, code_v, c, tmp, lo, hi):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _count_par(pj, s, e, code_v, c, counts):
+def _count_par(perm, s, e, code_v, c, counts):
     for k in numba.prange(counts.shape[0]):
         a = s + k * BLOCK
-        counts[k] = _block_count(pj, a, min(a + BLOCK, e), code_v, c)
+        counts[k] = _block_count(perm, a, min(a + BLOCK, e), code_v, c)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _scatter_par(pj, s, e, code_v, c, tmp, lo, hi):
+def _scatter_par(perm, s, e, code_v, c, tmp, lo, hi):
     for k in numba.prange(lo.shape[0]):
         a = s + k * BLOCK
-        _block_scatter(pj, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
+        _block_scatter(perm, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _copy_par(tmp, pj, s):
+def _copy_par(tmp, perm, s):
     nb = (tmp.shape[0] + BLOCK - 1) // BLOCK
     for k in numba.prange(nb):
         for q in range(k * BLOCK, min((k + 1) * BLOCK, tmp.shape[0])):
-            pj[s + q] = tmp[q]
+            perm[s + q] = tmp[q]
 
 
 @numba.njit(cache=True, nogil=True)
-def partition_blocks(pj, s, e, code_v, c, threads):
-    """Stable partition of ``pj[s:e]``: rows with ``code_v <= c`` first, each side in its old order;
+def partition_blocks(perm, s, e, code_v, c, threads):
+    """Stable partition of ``perm[s:e]``: rows with ``code_v <= c`` first, each side in its old order;
     returns how many go left.
 
     By blocks (count per block, offsets, scatter into a buffer, copy back), so the result is the same
@@ -527,11 +527,11 @@ def partition_blocks(pj, s, e, code_v, c, threads):
     nb = (e - s + BLOCK - 1) // BLOCK
     counts = np.empty(nb, dtype=np.int64)
     if threads > 1:
-        _count_par(pj, s, e, code_v, c, counts)
+        _count_par(perm, s, e, code_v, c, counts)
     else:
         for k in range(nb):
             a = s + k * BLOCK
-            counts[k] = _block_count(pj, a, min(a + BLOCK, e), code_v, c)
+            counts[k] = _block_count(perm, a, min(a + BLOCK, e), code_v, c)
     lo = np.empty(nb, dtype=np.int64)
     hi = np.empty(nb, dtype=np.int64)
     n_left = 0
@@ -540,26 +540,26 @@ def partition_blocks(pj, s, e, code_v, c, threads):
         n_left += counts[k]
     for k in range(nb):  # right side: after every left row, in block order
         hi[k] = n_left + k * BLOCK - lo[k]
-    tmp = np.empty(e - s, dtype=pj.dtype)
+    tmp = np.empty(e - s, dtype=perm.dtype)
     if threads > 1:
-        _scatter_par(pj, s, e, code_v, c, tmp, lo, hi)
-        _copy_par(tmp, pj, s)
+        _scatter_par(perm, s, e, code_v, c, tmp, lo, hi)
+        _copy_par(tmp, perm, s)
     else:
         for k in range(nb):
             a = s + k * BLOCK
-            _block_scatter(pj, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
+            _block_scatter(perm, a, min(a + BLOCK, e), code_v, c, tmp, lo[k], hi[k])
         for q in range(e - s):
-            pj[s + q] = tmp[q]
+            perm[s + q] = tmp[q]
     return n_left
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def block_range(code_v, pj, a, b):
-    """Smallest and largest code over ``pj[a:b]`` in one plain loop (a block, or a short range)."""
-    mn = code_v[pj[a]]
+def block_range(code_v, perm, a, b):
+    """Smallest and largest code over ``perm[a:b]`` in one plain loop (a block, or a short range)."""
+    mn = code_v[perm[a]]
     mx = mn
     for q in range(a + 1, b):
-        v = code_v[pj[q]]
+        v = code_v[perm[q]]
         if v < mn:
             mn = v
         elif v > mx:
@@ -568,23 +568,23 @@ def block_range(code_v, pj, a, b):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _range_par(code_v, pj, s, e, parts):
+def _range_par(code_v, perm, s, e, parts):
     for k in numba.prange(parts.shape[0]):
         a = s + k * BLOCK
-        parts[k, 0], parts[k, 1] = block_range(code_v, pj, a, min(a + BLOCK, e))
+        parts[k, 0], parts[k, 1] = block_range(code_v, perm, a, min(a + BLOCK, e))
 
 
 @numba.njit(cache=True, nogil=True)
-def code_range_blocks(code_v, pj, s, e, threads):
-    """Smallest and largest code over ``pj[s:e]`` by blocks (in parallel with ``threads > 1``)."""
+def code_range_blocks(code_v, perm, s, e, threads):
+    """Smallest and largest code over ``perm[s:e]`` by blocks (in parallel with ``threads > 1``)."""
     nb = (e - s + BLOCK - 1) // BLOCK
     parts = np.empty((nb, 2), dtype=np.int64)
     if threads > 1:
-        _range_par(code_v, pj, s, e, parts)
+        _range_par(code_v, perm, s, e, parts)
     else:
         for k in range(nb):
             a = s + k * BLOCK
-            parts[k, 0], parts[k, 1] = block_range(code_v, pj, a, min(a + BLOCK, e))
+            parts[k, 0], parts[k, 1] = block_range(code_v, perm, a, min(a + BLOCK, e))
     mn = parts[0, 0]
     mx = parts[0, 1]
     for k in range(1, nb):
@@ -594,13 +594,13 @@ def code_range_blocks(code_v, pj, s, e, threads):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _merge_into(pj, i, ie, j, je, tmp, q, qe):
+def _merge_into(perm, i, ie, j, je, tmp, q, qe):
     # the smaller row index first (row indices are distinct): fills tmp[q:qe]; branch-free selects,
     # since two interleaved runs mispredict a branch on every other row
-    big = np.iinfo(pj.dtype).max
+    big = np.iinfo(perm.dtype).max
     while q < qe:
-        a = pj[i] if i < ie else big
-        b = pj[j] if j < je else big
+        a = perm[i] if i < ie else big
+        b = perm[j] if j < je else big
         take_a = a < b
         tmp[q] = a if take_a else b
         i += take_a
@@ -609,13 +609,13 @@ def _merge_into(pj, i, ie, j, je, tmp, q, qe):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _merge_split(pj, s, mid, e, d):
-    # how many of the first d merged rows come from pj[s:mid] (binary search along the diagonal)
+def _merge_split(perm, s, mid, e, d):
+    # how many of the first d merged rows come from perm[s:mid] (binary search along the diagonal)
     lo = max(0, d - (e - mid))
     hi = min(d, mid - s)
     while lo < hi:
         h = (lo + hi) // 2
-        if pj[s + h] < pj[mid + d - h - 1]:
+        if perm[s + h] < perm[mid + d - h - 1]:
             lo = h + 1
         else:
             hi = h
@@ -623,7 +623,7 @@ def _merge_split(pj, s, mid, e, d):
 
 
 @numba.njit(cache=True, nogil=True)
-def _merge_splits(pj, s, mid, e):
+def _merge_splits(perm, s, mid, e):
     # where each block of the output starts in both runs; clamped so consecutive blocks take
     # consecutive, disjoint pieces of each run even if a run is not sorted (rows a short node's
     # in-place split left unordered): the blocks then always make a permutation of the node's rows
@@ -632,28 +632,28 @@ def _merge_splits(pj, s, mid, e):
     at[0] = 0
     for k in range(1, nb + 1):
         d = min(k * BLOCK, e - s)
-        raw = _merge_split(pj, s, mid, e, d)
+        raw = _merge_split(perm, s, mid, e, d)
         at[k] = min(max(raw, at[k - 1]), at[k - 1] + d - (k - 1) * BLOCK)
     return at
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _merge_block(pj, s, mid, e, at, tmp, k):
+def _merge_block(perm, s, mid, e, at, tmp, k):
     # output block k: its pieces of both runs start where _merge_splits put them
     d0 = k * BLOCK
     d1 = min(d0 + BLOCK, e - s)
-    _merge_into(pj, s + at[k], s + at[k + 1], mid + d0 - at[k], mid + d1 - at[k + 1], tmp, d0, d1)
+    _merge_into(perm, s + at[k], s + at[k + 1], mid + d0 - at[k], mid + d1 - at[k + 1], tmp, d0, d1)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _merge_par(pj, s, mid, e, at, tmp):
+def _merge_par(perm, s, mid, e, at, tmp):
     for k in numba.prange(at.shape[0] - 1):
-        _merge_block(pj, s, mid, e, at, tmp, k)
+        _merge_block(perm, s, mid, e, at, tmp, k)
 
 
 @numba.njit(cache=True, nogil=True)
-def merge_rows(pj, s, mid, e, threads=1):
-    """Merge the runs ``pj[s:mid]`` and ``pj[mid:e]`` by row index, in place (a node's collapse).
+def merge_rows(perm, s, mid, e, threads=1):
+    """Merge the runs ``perm[s:mid]`` and ``perm[mid:e]`` by row index, in place (a node's collapse).
 
     Stable splits keep a node's rows in increasing order when they were; merging on a collapse puts
     them back in order (any merge is still a permutation of the node's rows, so this is about memory
@@ -662,16 +662,16 @@ def merge_rows(pj, s, mid, e, threads=1):
     merged by blocks of the output, each block's start found in both runs by binary search (a merge
     path), on ``threads`` threads: the same result on any thread count.
     """
-    tmp = np.empty(e - s, dtype=pj.dtype)
+    tmp = np.empty(e - s, dtype=perm.dtype)
     if e - s < PAR_MIN:
-        _merge_into(pj, s, mid, mid, e, tmp, 0, e - s)
+        _merge_into(perm, s, mid, mid, e, tmp, 0, e - s)
     else:
-        at = _merge_splits(pj, s, mid, e)
+        at = _merge_splits(perm, s, mid, e)
         if threads > 1:
-            _merge_par(pj, s, mid, e, at, tmp)
-            _copy_par(tmp, pj, s)
+            _merge_par(perm, s, mid, e, at, tmp)
+            _copy_par(tmp, perm, s)
             return
         for k in range(at.shape[0] - 1):
-            _merge_block(pj, s, mid, e, at, tmp, k)
+            _merge_block(perm, s, mid, e, at, tmp, k)
     for q in range(e - s):
-        pj[s + q] = tmp[q]
+        perm[s + q] = tmp[q]

@@ -136,9 +136,9 @@ def particle(P, c):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _node_stats(P, c, u, lm, pj, s, e, prior):
+def _node_stats(P, c, u, lm, perm, s, e, prior):
     st = P.stats[c, u]
-    range_stats(lm, pj, s, e, st[1:])
+    range_stats(lm, perm, s, e, st[1:])
     st[L_] = log_marginal(prior, lm, st[1:])
 
 
@@ -154,15 +154,15 @@ def _split(P, c, u, v, cut, n_cuts, data, prior, lm):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gaps(code_v, pj, s, e, present, cut, pick):
+def _gaps(code_v, perm, s, e, present, cut, pick):
     """Gaps between adjacent codes present in a node: ``(number of gaps, lo, hi)`` where
     ``[lo, hi)`` are the cuts of the gap holding ``cut`` (``cut >= 0``) or of the ``pick``-th gap.
 
     ``present`` is boolean scratch over codes (left all False on return).
     """
-    mn, mx = code_range(code_v, pj, s, e)
+    mn, mx = code_range(code_v, perm, s, e)
     for q in range(s, e):
-        present[code_v[pj[q]]] = True
+        present[code_v[perm[q]]] = True
     n_gaps = 0
     lo = mn
     hi = mn
@@ -175,21 +175,21 @@ def _gaps(code_v, pj, s, e, present, cut, pick):
             n_gaps += 1
             prev = code
     for q in range(s, e):
-        present[code_v[pj[q]]] = False
+        present[code_v[perm[q]]] = False
     return n_gaps, lo, hi
 
 
 @numba.njit(cache=True, nogil=True)
-def _draw_empirical_cut(rng, code_v, pj, s, e, present):
+def _draw_empirical_cut(rng, code_v, perm, s, e, present):
     """A gap between adjacent present codes uniformly, then a cut uniformly inside it."""
-    n_gaps, _, _ = _gaps(code_v, pj, s, e, present, -1, -1)
-    _, lo, hi = _gaps(code_v, pj, s, e, present, -1, rng.integers(0, n_gaps))
+    n_gaps, _, _ = _gaps(code_v, perm, s, e, present, -1, -1)
+    _, lo, hi = _gaps(code_v, perm, s, e, present, -1, rng.integers(0, n_gaps))
     return lo + rng.integers(0, hi - lo)
 
 
 @numba.njit(cache=True, nogil=True)
-def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
-    """Log option weights of node ``u`` of particle ``c`` (rows ``pj[s:e]``, depth ``d``, log available
+def _optimal_options(P, c, u, perm, s, e, d, lwavail, data, prior, lm, sc):
+    """Log option weights of node ``u`` of particle ``c`` (rows ``perm[s:e]``, depth ``d``, log available
     weight ``lwavail``): stopping (``opt[0, 0]``) and every *gap* of every variable, a gap being the cuts
     between two adjacent codes present in the node (``opt[1 + v, k]`` for the ``k``-th gap of ``v``, cuts
     ``[glo[1 + v, k], ghi[1 + v, k])``, rows ``[0, sc.hi[r])`` in use).
@@ -221,10 +221,10 @@ def _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc):
         if data.wsplit[v] <= 0.0:
             continue
         code_v = data.codes[v]
-        mn = code_v[pj[s]]
+        mn = code_v[perm[s]]
         mx = mn
         for q in range(s, e):
-            i = pj[q]
+            i = perm[q]
             code = code_v[i]
             if not present[code]:
                 present[code] = True
@@ -295,7 +295,7 @@ def _draw_option(rng, sc, log_z):
 def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
     """Pop node ``u`` of particle ``c``: stop or split it; returns the log incremental weight."""
     ti = P.ints[c]
-    pj = P.perm[c]
+    perm = P.perm[c]
     s = ti[u, START]
     e = ti[u, END]
     d = ti[u, DEPTH]
@@ -304,7 +304,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
     cut = -1
     lw = 0.0
     if proposal == PROPOSAL_OPTIMAL:
-        lw = _optimal_options(P, c, u, pj, s, e, d, lwavail, data, prior, lm, sc)
+        lw = _optimal_options(P, c, u, perm, s, e, d, lwavail, data, prior, lm, sc)
         if is_ref:
             o = P.ref_map[u]
             split = ref.ints[o, LEFT] >= 0
@@ -314,7 +314,7 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
             split, v, cut = _draw_option(rng, sc, lw)
         if not split:
             return lw
-        mn, mx = code_range(data.codes[v], pj, s, e)
+        mn, mx = code_range(data.codes[v], perm, s, e)
         _split(P, c, u, v, cut, mx - mn, data, prior, lm)
     else:  # prior and empirical proposals: the split decision and variable come from the prior
         if is_ref:
@@ -326,14 +326,14 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
         else:
             split = lwavail > NEG_INF and rng.random() < math.exp(log_psplit(prior, d))
             if split:
-                v, cut, _ = draw_split_rule(rng, data, pj, s, e, sc.scratch_p)
+                v, cut, _ = draw_split_rule(rng, data, perm, s, e, sc.scratch_p)
                 if proposal == PROPOSAL_EMPIRICAL:
-                    cut = _draw_empirical_cut(rng, data.codes[v], pj, s, e, sc.present)
+                    cut = _draw_empirical_cut(rng, data.codes[v], perm, s, e, sc.present)
         if not split:
             return 0.0
-        mn, mx = code_range(data.codes[v], pj, s, e)
+        mn, mx = code_range(data.codes[v], perm, s, e)
         if proposal == PROPOSAL_EMPIRICAL:
-            n_gaps, lo, hi = _gaps(data.codes[v], pj, s, e, sc.present, cut, -1)
+            n_gaps, lo, hi = _gaps(data.codes[v], perm, s, e, sc.present, cut, -1)
             lw = math.log(n_gaps * (hi - lo)) - math.log(mx - mn)  # prior cut prob / proposal cut prob
         lw += _split(P, c, u, v, cut, mx - mn, data, prior, lm)
     if is_ref:

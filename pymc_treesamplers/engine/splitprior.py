@@ -154,14 +154,14 @@ def log_norms(forest, codes, w_a, top_a, w_b, top_b):
     lb = 0.0
     for j in range(forest.ints.shape[0]):
         ti = forest.ints[j]
-        pj = forest.perm[j]
+        perm = forest.perm[j]
         for k in range(forest.n_nodes[j]):
             if ti[k, LEFT] < 0:
                 continue
             sa = 0.0
             sb = 0.0
             for v in range(codes.shape[0]):
-                if var_has_valid_cut(codes[v], pj, ti[k, START], ti[k, END]):
+                if var_has_valid_cut(codes[v], perm, ti[k, START], ti[k, END]):
                     sa += w_a[v]
                     sb += w_b[v]
             la += math.log(sa) + top_a

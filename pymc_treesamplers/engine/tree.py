@@ -74,26 +74,26 @@ ALL_CODES = np.int64(1 << 16)
 
 
 @numba.njit(cache=True, nogil=True)
-def partition_rows(pj, s, e, code_v, c, threads=1):
-    """Reorder ``pj[s:e]`` so rows with ``code_v <= c`` come first; return how many do.
+def partition_rows(perm, s, e, code_v, c, threads=1):
+    """Reorder ``perm[s:e]`` so rows with ``code_v <= c`` come first; return how many do.
 
     A long range (``rows.PAR_MIN`` rows or more) takes the stable partition by blocks of
     :func:`~pymc_treesamplers.engine.rows.partition_blocks` (on ``threads`` threads); a short one swaps in place.
     """
     if e - s >= PAR_MIN:
-        return partition_blocks(pj, s, e, code_v, c, threads)
+        return partition_blocks(perm, s, e, code_v, c, threads)
     lo = s
     hi = e - 1
     while True:
-        while lo <= hi and code_v[pj[lo]] <= c:
+        while lo <= hi and code_v[perm[lo]] <= c:
             lo += 1
-        while lo <= hi and code_v[pj[hi]] > c:
+        while lo <= hi and code_v[perm[hi]] > c:
             hi -= 1
         if lo >= hi:
             break
-        tmp = pj[lo]
-        pj[lo] = pj[hi]
-        pj[hi] = tmp
+        tmp = perm[lo]
+        perm[lo] = perm[hi]
+        perm[hi] = tmp
         lo += 1
         hi -= 1
     return lo - s
@@ -134,14 +134,14 @@ def split_leaf(t, k, v, c, n_cuts, data):
     log prior probability (``n_cuts`` valid cuts of ``v`` in ``k``); returns the split point in ``perm``.
     """
     ti = t.ints
-    pj = t.perm
+    perm = t.perm
     s = ti[k, START]
     e = ti[k, END]
-    mid = s + partition_rows(pj, s, e, data.codes[v], c, data.threads)
+    mid = s + partition_rows(perm, s, e, data.codes[v], c, data.threads)
     a = t.nn[0]
     d = ti[k, DEPTH]
-    set_leaf(t, a, k, d + 1, s, mid, node_log_avail(data, pj, s, mid))
-    set_leaf(t, a + 1, k, d + 1, mid, e, node_log_avail(data, pj, mid, e))
+    set_leaf(t, a, k, d + 1, s, mid, node_log_avail(data, perm, s, mid))
+    set_leaf(t, a + 1, k, d + 1, mid, e, node_log_avail(data, perm, mid, e))
     ti[k, VAR] = v
     ti[k, CUT] = c
     ti[k, LEFT] = a
@@ -348,13 +348,13 @@ def random_node(rng, t, kind):
 
 
 @numba.njit(cache=True, nogil=True)
-def subtree_log_post(t, prior, ps, k, order, top_rule, split_probs):
+def subtree_log_post(t, prior, pseudo, k, order, top_rule, split_probs):
     """Log tree prior times leaf-integrated likelihood of ``k``'s subtree, up to a constant.
 
     Leaves contribute their marginal likelihood and split factor, internal nodes their rule
     probability (``k``'s own only if ``top_rule``) and, if ``split_probs``, their ``p_split``. Moves
     that keep every internal node's depth (change, swap) leave ``p_split`` out; the whole tree's log
-    posterior is ``subtree_log_post(t, prior, ps, ROOT, order, top_rule=TRUE, split_probs=TRUE)``.
+    posterior is ``subtree_log_post(t, prior, pseudo, ROOT, order, top_rule=TRUE, split_probs=TRUE)``.
     """
     ti = t.ints
     tf = t.floats
@@ -364,7 +364,7 @@ def subtree_log_post(t, prior, ps, k, order, top_rule, split_probs):
         u = order[q]
         d = ti[u, DEPTH]
         if ti[u, LEFT] < 0:
-            W, S = leaf_suff(ps, t.perm, ti[u, START], ti[u, END])
+            W, S = leaf_suff(pseudo, t.perm, ti[u, START], ti[u, END])
             total += leaf_loglik(prior, W, S) + leaf_log_prior(prior, d, tf[u, LWAVAIL])
         else:
             if u != k or top_rule:
@@ -375,7 +375,7 @@ def subtree_log_post(t, prior, ps, k, order, top_rule, split_probs):
 
 
 @numba.njit(cache=True, nogil=True)
-def rule_change_bound(t, data, prior, ps, k, top_rule):
+def rule_change_bound(t, data, prior, pseudo, k, top_rule):
     """Whether the rules now written at and below ``k`` split every node of its subtree into two non-empty
     sides, and an upper bound of the :func:`subtree_log_post` (``split_probs`` off) that the subtree would
     have once re-partitioned, from one read-only pass; ``(True, inf)`` for a subtree deeper than two levels.
@@ -396,7 +396,7 @@ def rule_change_bound(t, data, prior, ps, k, top_rule):
     v = ti[k, VAR]
     bound = data.logw[v] - tf[k, LWAVAIL] if top_rule else 0.0  # k's rows, so its availability, do not change
     if ti[a, LEFT] < 0 and ti[b, LEFT] < 0:
-        n_left, wa, sa, wb, sb = split_suff(ps.r, ps.w, t.perm, s, e, data.codes[v], ti[k, CUT], ps.threads)
+        n_left, wa, sa, wb, sb = split_suff(pseudo.r, pseudo.w, t.perm, s, e, data.codes[v], ti[k, CUT], pseudo.threads)
         if n_left == 0 or n_left == e - s:
             return False, 0.0
         return True, bound + leaf_loglik(prior, wa, sa) + leaf_loglik(prior, wb, sb)
@@ -407,8 +407,8 @@ def rule_change_bound(t, data, prior, ps, k, top_rule):
     # a leaf child: a cut above every code sends all its rows to its first cell
     code_l, c_l = (data.codes[ti[a, VAR]], ti[a, CUT]) if ti[a, LEFT] >= 0 else (code0, ALL_CODES)
     code_r, c_r = (data.codes[ti[b, VAR]], ti[b, CUT]) if ti[b, LEFT] >= 0 else (code0, ALL_CODES)
-    (n_left, n_ll, n_rl), cells = split2_suff(ps.r, ps.w, t.perm, s, e, code0, ti[k, CUT], code_l, c_l, code_r,
-                                              c_r, ps.threads)
+    (n_left, n_ll, n_rl), cells = split2_suff(pseudo.r, pseudo.w, t.perm, s, e, code0, ti[k, CUT], code_l, c_l, code_r,
+                                              c_r, pseudo.threads)
     n_right = e - s - n_left
     if n_left == 0 or n_right == 0:
         return False, 0.0
@@ -462,15 +462,15 @@ def split_log_ratio_sums(prior, d, lwa, lwb, wa, sa, wb, sb):
 
 
 @numba.njit(cache=True, nogil=True)
-def split_log_ratio(t, prior, ps, k):
+def split_log_ratio(t, prior, pseudo, k):
     """Log posterior of ``k`` split into its two leaf children over ``k`` as a leaf, without the
     rule's prior (grow draws the rule from it; a death's rate adds it back)."""
     ti = t.ints
     tf = t.floats
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
-    wa, sa = leaf_suff(ps, t.perm, ti[a, START], ti[a, END])
-    wb, sb = leaf_suff(ps, t.perm, ti[b, START], ti[b, END])
+    wa, sa = leaf_suff(pseudo, t.perm, ti[a, START], ti[a, END])
+    wb, sb = leaf_suff(pseudo, t.perm, ti[b, START], ti[b, END])
     return split_log_ratio_sums(prior, ti[k, DEPTH], tf[a, LWAVAIL], tf[b, LWAVAIL], wa, sa, wb, sb)
 
 
@@ -522,17 +522,17 @@ def copy_perm(src, dst):
 
 
 @numba.njit(cache=True, nogil=True)
-def draw_leaves(rng, t, prior, ps):
-    """Draw every leaf of ``t`` from its conditional and subtract the tree from ``ps.r``.
+def draw_leaves(rng, t, prior, pseudo):
+    """Draw every leaf of ``t`` from its conditional and subtract the tree from ``pseudo.r``.
 
     The leaves' sums come from one pass over the tree's rows (:func:`~pymc_treesamplers.engine.rows.ranges_suff`),
     then the draws in slot order."""
     nodes, starts, ends, total = leaf_ranges(t)
     sums = np.empty((nodes.shape[0], 2))
-    ranges_suff(ps.r, ps.w, t.perm, starts, ends, total, ps.threads, sums)
+    ranges_suff(pseudo.r, pseudo.w, t.perm, starts, ends, total, pseudo.threads, sums)
     minus = np.empty(nodes.shape[0])
     for j in range(nodes.shape[0]):
         t.floats[nodes[j], VALUE] = leaf_draw(rng, prior, sums[j, 0], sums[j, 1])
         minus[j] = -1.0 * t.floats[nodes[j], VALUE]  # add_tree's sign * value, with sign -1
     # after every draw: leaves own disjoint rows, so no leaf's sums see another's subtraction
-    add_ranges(ps.r, t.perm, starts, ends, minus, total, ps.threads)
+    add_ranges(pseudo.r, t.perm, starts, ends, minus, total, pseudo.threads)

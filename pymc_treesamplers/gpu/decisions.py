@@ -10,7 +10,7 @@ row, the running residual) are touched only by the row pass. Per tree ``j``:
    rule from its prior given the node's code ranges (stored when the node's rows were last counted). Grow,
    change and swap write the subtree they re-partition as a *site* (``S_*``: its nodes with the proposed rules,
    and the mask of the leaf slots whose rows descend it: a grow's leaf, a change/swap's subtree leaves).
-   Zero the outputs; copy tree ``j``'s leaf values into ``fb``.
+   Zero the outputs; copy tree ``j``'s leaf values into ``floats``.
 2. the row pass (:func:`row_pass_cpu` here, ``device.py`` on the GPU, all threads): apply the pending change of
    the previous tree (a row in the pending site's mask descends it to its new leaf slot; the residual takes the
    new leaf values), then sum tree ``j``'s rows per leaf with its fit added back, and the rows in the site's
@@ -29,8 +29,8 @@ it is: the pass has room for ``SUBMAX`` site nodes, and since both moves keep th
 size is the same after them, so the restriction is symmetric and the chain exact.
 
 Overlap: the proposal of tree ``j + 1`` needs only tree ``j + 1``'s node table, so the device draws it while
-the other blocks still pass over the rows for tree ``j``. The exchange buffers are therefore two rows (``ib``,
-``fb``, ``prop``: row ``t & 1`` for the ``t``-th tree processed, counted over sweeps): a tree's proposal,
+the other blocks still pass over the rows for tree ``j``. The exchange buffers are therefore two rows (``words``,
+``floats``, ``prop``: row ``t & 1`` for the ``t``-th tree processed, counted over sweeps): a tree's proposal,
 outputs and pending change live in its row; the pass reads the pending change (``I_PSITE``, ``F_OLD``,
 ``F_NEW``) from the other row, whose proposal fields the deciding thread writes meanwhile (disjoint words).
 
@@ -201,21 +201,21 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
                 return d * v * boost
 
     @jit
-    def log_psplit(prm, d):
-        return math.log(prm[P_ALPHA]) - prm[P_BETA] * math.log(1.0 + d)
+    def log_psplit(params, d):
+        return math.log(params[P_ALPHA]) - params[P_BETA] * math.log(1.0 + d)
 
     @jit
-    def log1m_psplit(prm, d):
-        return math.log1p(-prm[P_ALPHA] * (1.0 + d) ** (-prm[P_BETA]))
+    def log1m_psplit(params, d):
+        return math.log1p(-params[P_ALPHA] * (1.0 + d) ** (-params[P_BETA]))
 
     @jit
-    def leaf_log_prior(prm, d, lw):
-        return leaf_factor(lw, log1m_psplit(prm, d))
+    def leaf_log_prior(params, d, lw):
+        return leaf_factor(lw, log1m_psplit(params, d))
 
     @jit
-    def leaf_loglik(prm, W, S):
-        mu0 = prm[P_MU0]
-        s2 = prm[P_S2MU]
+    def leaf_loglik(params, W, S):
+        mu0 = params[P_MU0]
+        s2 = params[P_S2MU]
         b = S + mu0 / s2
         return -0.5 * math.log1p(s2 * W) + 0.5 * b * b / (W + 1.0 / s2) - 0.5 * mu0 * mu0 / s2
 
@@ -252,35 +252,35 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
         return q
 
     @jit
-    def site_of(ints, j, k, ib, at, cap):
-        """Write the subtree of tree ``j`` below slot ``k`` (its rules as they are) as a site at ``ib[at:]``, the
+    def site_of(ints, j, k, words, at, cap):
+        """Write the subtree of tree ``j`` below slot ``k`` (its rules as they are) as a site at ``words[at:]``, the
         mask its leaves; returns its node count, or -1 (nothing usable written) when it has more than ``cap``."""
         for w in range(MASKW):
-            ib[at + S_MASK + w] = 0
-        ib[at + S_NODES + N_SLOT] = k
+            words[at + S_MASK + w] = 0
+        words[at + S_NODES + N_SLOT] = k
         n = 1
         q = 0
         while q < n:
             base = at + S_NODES + S_FIELDS * q
-            s = ib[base + N_SLOT]
+            s = words[base + N_SLOT]
             if ints[j, s, LEFT] >= 0:
                 if n + 2 > cap:
                     return -1
-                ib[base + N_VAR] = ints[j, s, VAR]
-                ib[base + N_CUT] = ints[j, s, CUT]
-                ib[base + N_LEFT] = n
-                ib[base + N_RIGHT] = n + 1
-                ib[at + S_NODES + S_FIELDS * n + N_SLOT] = ints[j, s, LEFT]
-                ib[at + S_NODES + S_FIELDS * (n + 1) + N_SLOT] = ints[j, s, RIGHT]
+                words[base + N_VAR] = ints[j, s, VAR]
+                words[base + N_CUT] = ints[j, s, CUT]
+                words[base + N_LEFT] = n
+                words[base + N_RIGHT] = n + 1
+                words[at + S_NODES + S_FIELDS * n + N_SLOT] = ints[j, s, LEFT]
+                words[at + S_NODES + S_FIELDS * (n + 1) + N_SLOT] = ints[j, s, RIGHT]
                 n += 2
             else:
-                ib[base + N_VAR] = -1
-                ib[base + N_CUT] = -1
-                ib[base + N_LEFT] = -1
-                ib[base + N_RIGHT] = -1
-                mask_set(ib, at, s)
+                words[base + N_VAR] = -1
+                words[base + N_CUT] = -1
+                words[base + N_LEFT] = -1
+                words[base + N_RIGHT] = -1
+                mask_set(words, at, s)
             q += 1
-        ib[at + S_N] = n
+        words[at + S_N] = n
         return n
 
     @jit
@@ -293,13 +293,13 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
         return total
 
     @jit
-    def avail_out(ib, q, wsplit):
+    def avail_out(words, q, wsplit):
         """Split weight of the columns with a valid cut at site node ``q`` (the pass's code ranges)."""
         p = wsplit.shape[0]
         base = I_RANGE + 2 * p * q
         total = 0.0
         for w in range(p):
-            if wsplit[w] > 0.0 and ib[base + p + w] > ib[base + w]:
+            if wsplit[w] > 0.0 and words[base + p + w] > words[base + w]:
                 total += wsplit[w]
         return total
 
@@ -308,9 +308,9 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
         return math.log(x) if x > 0.0 else NEG_INF
 
     @jit
-    def draw_rule(rs, lohi, j, k, wsplit, ib, base):
+    def draw_rule(rs, lohi, j, k, wsplit, words, base):
         """A rule for node ``k`` of tree ``j`` from its prior (a column in proportion to its weight among those
-        with a valid cut there, then a cut uniform among the valid ones) into ``ib[base + N_VAR / N_CUT]``."""
+        with a valid cut there, then a cut uniform among the valid ones) into ``words[base + N_VAR / N_CUT]``."""
         p = wsplit.shape[0]
         total = avail_tab(lohi, j, k, wsplit)
         u = rng_uniform(rs) * total
@@ -323,18 +323,18 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
                 if u < acc:
                     break
         lo = lohi[j, k, 0, v]
-        ib[base + N_VAR] = v
-        ib[base + N_CUT] = lo + rng_below(rs, lohi[j, k, 1, v] - lo)
+        words[base + N_VAR] = v
+        words[base + N_CUT] = lo + rng_below(rs, lohi[j, k, 1, v] - lo)
 
     @jit
-    def nth_node(ints, used, lwav, j, tj, what, idx):
+    def nth_node(ints, used, log_avail, j, tj, what, idx):
         """The ``idx``-th slot (in slot order) of tree ``j`` that is growable (``what`` 0), a parent of two
         leaves (1), internal (2) or internal and not the root (3)."""
         for q in range(tj):
             if used[j, q] == 0:
                 continue
             if what == 0:
-                hit = ints[j, q, LEFT] < 0 and lwav[j, q] > NEG_INF
+                hit = ints[j, q, LEFT] < 0 and log_avail[j, q] > NEG_INF
             elif what == 1:
                 hit = is_nog(ints, used, j, q)
             elif what == 2:
@@ -348,13 +348,14 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
         return -1
 
     @jit
-    def pre_tree(rs, ints, lohi, val, lwav, used, top, j, prm, wsplit, ib, fb, prop):
+    def pre_tree(rs, ints, lohi, val, log_avail, used, top, j, params, wsplit, words, floats, prop):
         """Draw tree ``j``'s proposal from its node table; write it (kind, node, site) and ``j``'s leaf values into
-        ``ib``/``fb`` and zero the outputs. ``prop`` keeps ``g``, ``nog`` and ``log P(move)`` for :func:`post_tree`.
+        ``words``/``floats`` and zero the outputs. ``prop`` keeps ``g``, ``nog`` and ``log P(move)`` for
+        :func:`post_tree`.
 
-        The move is a grow, prune, change or swap with the probabilities in ``prm`` (a root-only tree grows), as
+        The move is a grow, prune, change or swap with the probabilities in ``params`` (a root-only tree grows), as
         the CPU's ``engine/updates/mh.py`` draws it. A change or swap at a node whose subtree has more than
-        ``prm[P_SUBCAP]`` nodes leaves the tree as it is: the moves keep every tree's shape, so that subtree has
+        ``params[P_SUBCAP]`` nodes leaves the tree as it is: the moves keep every tree's shape, so that subtree has
         the same size after them and the restriction is symmetric (the chain stays exact)."""
         p = wsplit.shape[0]
         tj = top[j]
@@ -364,21 +365,21 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
         for q in range(tj):
             if used[j, q] != 0:
                 if ints[j, q, LEFT] < 0:
-                    if lwav[j, q] > NEG_INF:
+                    if log_avail[j, q] > NEG_INF:
                         g += 1
                 else:
                     n_int += 1
                     if is_nog(ints, used, j, q):
                         nog += 1
-        pg = prm[P_PGROW]
-        pp = prm[P_PPRUNE]
-        cap = np.int64(prm[P_SUBCAP])
+        pg = params[P_PGROW]
+        pp = params[P_PPRUNE]
+        cap = np.int64(params[P_SUBCAP])
         kind = NONE
         k = -1
         log_pmove = 0.0
         at = I_SITE
         nodes = at + S_NODES
-        ib[at + S_N] = 0
+        words[at + S_N] = 0
         if ints[j, 0, LEFT] < 0:
             kind = GROW
         else:
@@ -389,7 +390,7 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
             elif u - pg < pp:
                 kind = PRUNE
                 log_pmove = math.log(pp)
-            elif u - pg - pp < prm[P_PCHANGE]:
+            elif u - pg - pp < params[P_PCHANGE]:
                 kind = CHANGE
             else:
                 kind = SWAP
@@ -397,77 +398,77 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
             if g == 0:
                 kind = NONE
             else:
-                k = nth_node(ints, used, lwav, j, tj, 0, rng_below(rs, g))
+                k = nth_node(ints, used, log_avail, j, tj, 0, rng_below(rs, g))
                 for w in range(MASKW):
-                    ib[at + S_MASK + w] = 0
-                mask_set(ib, at, k)
-                draw_rule(rs, lohi, j, k, wsplit, ib, nodes)
-                ib[nodes + N_LEFT] = 1
-                ib[nodes + N_RIGHT] = 2
-                ib[nodes + N_SLOT] = k
+                    words[at + S_MASK + w] = 0
+                mask_set(words, at, k)
+                draw_rule(rs, lohi, j, k, wsplit, words, nodes)
+                words[nodes + N_LEFT] = 1
+                words[nodes + N_RIGHT] = 2
+                words[nodes + N_SLOT] = k
                 for q in range(1, 3):
                     base = nodes + S_FIELDS * q
-                    ib[base + N_VAR] = -1
-                    ib[base + N_CUT] = -1
-                    ib[base + N_LEFT] = -1
-                    ib[base + N_RIGHT] = -1
-                    ib[base + N_SLOT] = -1
-                ib[at + S_N] = 3
+                    words[base + N_VAR] = -1
+                    words[base + N_CUT] = -1
+                    words[base + N_LEFT] = -1
+                    words[base + N_RIGHT] = -1
+                    words[base + N_SLOT] = -1
+                words[at + S_N] = 3
         elif kind == PRUNE:
             if nog == 0:
                 kind = NONE
             else:
-                k = nth_node(ints, used, lwav, j, tj, 1, rng_below(rs, nog))
+                k = nth_node(ints, used, log_avail, j, tj, 1, rng_below(rs, nog))
         elif kind == CHANGE:
-            k = nth_node(ints, used, lwav, j, tj, 2, rng_below(rs, n_int))
-            if site_of(ints, j, k, ib, at, cap) < 0:
+            k = nth_node(ints, used, log_avail, j, tj, 2, rng_below(rs, n_int))
+            if site_of(ints, j, k, words, at, cap) < 0:
                 kind = NONE
             else:
-                draw_rule(rs, lohi, j, k, wsplit, ib, nodes)
-                if ib[nodes + N_VAR] == ints[j, k, VAR] and ib[nodes + N_CUT] == ints[j, k, CUT]:
+                draw_rule(rs, lohi, j, k, wsplit, words, nodes)
+                if words[nodes + N_VAR] == ints[j, k, VAR] and words[nodes + N_CUT] == ints[j, k, CUT]:
                     kind = NONE  # the tree as it is: nothing to score
         else:  # SWAP: a parent's rule with its internal child's (with both children's when they share a rule)
             if n_int <= 1:
                 kind = NONE
             else:
-                ch = nth_node(ints, used, lwav, j, tj, 3, rng_below(rs, n_int - 1))
+                ch = nth_node(ints, used, log_avail, j, tj, 3, rng_below(rs, n_int - 1))
                 k = ints[j, ch, PARENT]
-                if site_of(ints, j, k, ib, at, cap) < 0:
+                if site_of(ints, j, k, words, at, cap) < 0:
                     kind = NONE
                 else:
                     c1 = nodes + S_FIELDS
                     c2 = nodes + 2 * S_FIELDS
                     cq = c1 if ints[j, k, LEFT] == ch else c2
-                    pv = ib[nodes + N_VAR]
-                    pc = ib[nodes + N_CUT]
-                    ib[nodes + N_VAR] = ib[cq + N_VAR]
-                    ib[nodes + N_CUT] = ib[cq + N_CUT]
-                    if (ib[c1 + N_LEFT] >= 0 and ib[c2 + N_LEFT] >= 0 and ib[c1 + N_VAR] == ib[c2 + N_VAR]
-                            and ib[c1 + N_CUT] == ib[c2 + N_CUT]):
-                        ib[c1 + N_VAR] = pv
-                        ib[c1 + N_CUT] = pc
-                        ib[c2 + N_VAR] = pv
-                        ib[c2 + N_CUT] = pc
+                    pv = words[nodes + N_VAR]
+                    pc = words[nodes + N_CUT]
+                    words[nodes + N_VAR] = words[cq + N_VAR]
+                    words[nodes + N_CUT] = words[cq + N_CUT]
+                    if (words[c1 + N_LEFT] >= 0 and words[c2 + N_LEFT] >= 0 and words[c1 + N_VAR] == words[c2 + N_VAR]
+                            and words[c1 + N_CUT] == words[c2 + N_CUT]):
+                        words[c1 + N_VAR] = pv
+                        words[c1 + N_CUT] = pc
+                        words[c2 + N_VAR] = pv
+                        words[c2 + N_CUT] = pc
                     else:
-                        ib[cq + N_VAR] = pv
-                        ib[cq + N_CUT] = pc
+                        words[cq + N_VAR] = pv
+                        words[cq + N_CUT] = pc
         if kind == NONE or kind == PRUNE:
-            ib[at + S_N] = 0
-        ib[I_J] = j
-        ib[I_KIND] = kind
-        ib[I_K] = k
-        ib[I_TOP] = tj
-        for q in range(ib[at + S_N]):
-            ib[I_CNT + q] = 0
-            fb[F_SSUM + q] = 0.0
-            if ib[nodes + S_FIELDS * q + N_LEFT] < 0:  # the pass bounds the leaves; the decision the rest
+            words[at + S_N] = 0
+        words[I_J] = j
+        words[I_KIND] = kind
+        words[I_K] = k
+        words[I_TOP] = tj
+        for q in range(words[at + S_N]):
+            words[I_CNT + q] = 0
+            floats[F_SSUM + q] = 0.0
+            if words[nodes + S_FIELDS * q + N_LEFT] < 0:  # the pass bounds the leaves; the decision the rest
                 for w in range(p):
-                    ib[I_RANGE + 2 * p * q + w] = INT_BIG
-                    ib[I_RANGE + 2 * p * q + p + w] = -1
+                    words[I_RANGE + 2 * p * q + w] = INT_BIG
+                    words[I_RANGE + 2 * p * q + p + w] = -1
         for q in range(tj):
-            fb[F_CUR + q] = val[j, q]
-            fb[F_SUM + q] = 0.0
-        fb[F_SSR] = 0.0
+            floats[F_CUR + q] = val[j, q]
+            floats[F_SUM + q] = 0.0
+        floats[F_SSR] = 0.0
         prop[0] = g
         prop[1] = nog
         prop[2] = log_pmove
@@ -480,109 +481,110 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
         return -1
 
     @jit
-    def store_site_node(ints, lohi, cnt, lwav, fb, ib, j, q, wsplit):
+    def store_site_node(ints, lohi, cnt, log_avail, floats, words, j, q, wsplit):
         """Site node ``q`` as scored into tree ``j``'s node table: its rule, rows, code ranges and available
         weight (and a leaf's sum, for its draw)."""
         p = wsplit.shape[0]
         base = I_SITE + S_NODES + S_FIELDS * q
-        s = ib[base + N_SLOT]
-        ints[j, s, VAR] = ib[base + N_VAR]
-        ints[j, s, CUT] = ib[base + N_CUT]
-        cnt[j, s] = ib[I_CNT + q]
+        s = words[base + N_SLOT]
+        ints[j, s, VAR] = words[base + N_VAR]
+        ints[j, s, CUT] = words[base + N_CUT]
+        cnt[j, s] = words[I_CNT + q]
         for w in range(p):
-            lohi[j, s, 0, w] = ib[I_RANGE + 2 * p * q + w]
-            lohi[j, s, 1, w] = ib[I_RANGE + 2 * p * q + p + w]
-        lwav[j, s] = log_or_neg_inf(avail_out(ib, q, wsplit))
-        if ib[base + N_LEFT] < 0:
-            fb[F_SUM + s] = fb[F_SSUM + q]
+            lohi[j, s, 0, w] = words[I_RANGE + 2 * p * q + w]
+            lohi[j, s, 1, w] = words[I_RANGE + 2 * p * q + p + w]
+        log_avail[j, s] = log_or_neg_inf(avail_out(words, q, wsplit))
+        if words[base + N_LEFT] < 0:
+            floats[F_SUM + s] = floats[F_SSUM + q]
 
     @jit
     def rule_log_prior(wv, avail, n_cuts):
         return math.log(wv) - math.log(avail) - math.log(n_cuts)
 
     @jit
-    def site_log_ratio(ints, lohi, cnt, lwav, j, prm, wsplit, ib, fb, top_rule):
+    def site_log_ratio(ints, lohi, cnt, log_avail, j, params, wsplit, words, floats, top_rule):
         """log posterior of the proposed site over the current subtree, the terms that differ: each leaf's
         prior factor and integrated likelihood, each split's rule probability (the top one's only when
         ``top_rule``: a change draws it from its prior, which cancels it). The split factors ``p_split(d)``
         cancel (the moves keep the shape). The site's internal counts and ranges must be filled in."""
         p = wsplit.shape[0]
-        s2 = prm[P_SIGMA2]
+        s2 = params[P_SIGMA2]
         lp = 0.0
-        for q in range(ib[I_SITE + S_N]):
+        for q in range(words[I_SITE + S_N]):
             base = I_SITE + S_NODES + S_FIELDS * q
-            s = ib[base + N_SLOT]
+            s = words[base + N_SLOT]
             d = ints[j, s, DEPTH]
-            if ib[base + N_LEFT] >= 0:
+            if words[base + N_LEFT] >= 0:
                 if q > 0 or top_rule:
-                    vn = ib[base + N_VAR]
+                    vn = words[base + N_VAR]
                     rq = I_RANGE + 2 * p * q
-                    lp += rule_log_prior(wsplit[vn], avail_out(ib, q, wsplit), ib[rq + p + vn] - ib[rq + vn])
+                    lp += rule_log_prior(wsplit[vn], avail_out(words, q, wsplit), words[rq + p + vn] - words[rq + vn])
                     vo = ints[j, s, VAR]
                     lp -= rule_log_prior(wsplit[vo], avail_tab(lohi, j, s, wsplit),
                                          lohi[j, s, 1, vo] - lohi[j, s, 0, vo])
             else:
-                lp += (leaf_log_prior(prm, d, log_or_neg_inf(avail_out(ib, q, wsplit)))
-                       + leaf_loglik(prm, ib[I_CNT + q] / s2, fb[F_SSUM + q] / s2))
-                lp -= leaf_log_prior(prm, d, lwav[j, s]) + leaf_loglik(prm, cnt[j, s] / s2, fb[F_SUM + s] / s2)
+                lp += (leaf_log_prior(params, d, log_or_neg_inf(avail_out(words, q, wsplit)))
+                       + leaf_loglik(params, words[I_CNT + q] / s2, floats[F_SSUM + q] / s2))
+                lp -= leaf_log_prior(params, d, log_avail[j, s]) + leaf_loglik(params, cnt[j, s] / s2,
+                                                                               floats[F_SUM + s] / s2)
         return lp
 
     @jit
-    def fill_site(ib, p):
+    def fill_site(words, p):
         """The site's internal nodes' row counts and code ranges from their leaves' (children after parents, so
         backwards); returns False when a leaf has no rows (a split with an empty side: prior zero)."""
         valid = True
-        for q in range(ib[I_SITE + S_N] - 1, -1, -1):
+        for q in range(words[I_SITE + S_N] - 1, -1, -1):
             base = I_SITE + S_NODES + S_FIELDS * q
-            a = ib[base + N_LEFT]
+            a = words[base + N_LEFT]
             if a >= 0:
-                b = ib[base + N_RIGHT]
-                ib[I_CNT + q] = ib[I_CNT + a] + ib[I_CNT + b]
+                b = words[base + N_RIGHT]
+                words[I_CNT + q] = words[I_CNT + a] + words[I_CNT + b]
                 for e in range(2 * p):
-                    x = ib[I_RANGE + 2 * p * a + e]
-                    y = ib[I_RANGE + 2 * p * b + e]
+                    x = words[I_RANGE + 2 * p * a + e]
+                    y = words[I_RANGE + 2 * p * b + e]
                     if e < p:
-                        ib[I_RANGE + 2 * p * q + e] = x if x < y else y
+                        words[I_RANGE + 2 * p * q + e] = x if x < y else y
                     else:
-                        ib[I_RANGE + 2 * p * q + e] = x if x > y else y
-            elif ib[I_CNT + q] == 0:
+                        words[I_RANGE + 2 * p * q + e] = x if x > y else y
+            elif words[I_CNT + q] == 0:
                 valid = False
         return valid
 
     @jit
-    def decide(rs, ints, lohi, cnt, val, lwav, used, top, j, prm, wsplit, ib, fb, prop):
+    def decide(rs, ints, lohi, cnt, val, log_avail, used, top, j, params, wsplit, words, floats, prop):
         """Accept or reject tree ``j``'s proposal from the pass's outputs, draw every leaf of the tree, and write
         the pending change for the next pass. Returns 1 accepted, 0 not, -1 out of node slots."""
         p = wsplit.shape[0]
-        s2 = prm[P_SIGMA2]
-        kind = ib[I_KIND]
-        k = ib[I_K]
+        s2 = params[P_SIGMA2]
+        kind = words[I_KIND]
+        k = words[I_K]
         g = prop[0]
         nog = prop[1]
         log_pmove = prop[2]
-        pg = prm[P_PGROW]
-        pp = prm[P_PPRUNE]
+        pg = params[P_PGROW]
+        pp = params[P_PPRUNE]
         accepted = 0
         a = -1
         b = -1
         tj = top[j]
         nodes = I_SITE + S_NODES
         for q in range(tj):  # old values of tree j, for the pending change
-            fb[F_OLD + q] = val[j, q]
+            floats[F_OLD + q] = val[j, q]
         if kind == GROW:
             d = ints[j, k, DEPTH]
-            nl = ib[I_CNT + 1]
-            sl = fb[F_SSUM + 1]
-            nr = ib[I_CNT + 2]
-            sr = fb[F_SSUM + 2]
+            nl = words[I_CNT + 1]
+            sl = floats[F_SSUM + 1]
+            nr = words[I_CNT + 2]
+            sr = floats[F_SSUM + 2]
             nk = cnt[j, k]
-            sk = fb[F_SUM + k]
-            lw_l = log_or_neg_inf(avail_out(ib, 1, wsplit))
-            lw_r = log_or_neg_inf(avail_out(ib, 2, wsplit))
-            dlik = (leaf_loglik(prm, nl / s2, sl / s2) + leaf_loglik(prm, nr / s2, sr / s2)
-                    - leaf_loglik(prm, nk / s2, sk / s2))
-            dprior = (log_psplit(prm, d) + leaf_log_prior(prm, d + 1, lw_l)
-                      + leaf_log_prior(prm, d + 1, lw_r) - log1m_psplit(prm, d))
+            sk = floats[F_SUM + k]
+            lw_l = log_or_neg_inf(avail_out(words, 1, wsplit))
+            lw_r = log_or_neg_inf(avail_out(words, 2, wsplit))
+            dlik = (leaf_loglik(params, nl / s2, sl / s2) + leaf_loglik(params, nr / s2, sr / s2)
+                    - leaf_loglik(params, nk / s2, sk / s2))
+            dprior = (log_psplit(params, d) + leaf_log_prior(params, d + 1, lw_l)
+                      + leaf_log_prior(params, d + 1, lw_r) - log1m_psplit(params, d))
             par = ints[j, k, PARENT]
             nog_new = nog + 1
             if par >= 0 and is_nog(ints, used, j, par):
@@ -594,12 +596,12 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
                 if b < 0:
                     return -1
                 accepted = 1
-                ints[j, k, VAR] = ib[nodes + N_VAR]
-                ints[j, k, CUT] = ib[nodes + N_CUT]
+                ints[j, k, VAR] = words[nodes + N_VAR]
+                ints[j, k, CUT] = words[nodes + N_CUT]
                 ints[j, k, LEFT] = a
                 ints[j, k, RIGHT] = b
-                ib[nodes + S_FIELDS + N_SLOT] = a
-                ib[nodes + 2 * S_FIELDS + N_SLOT] = b
+                words[nodes + S_FIELDS + N_SLOT] = a
+                words[nodes + 2 * S_FIELDS + N_SLOT] = b
                 for q in range(1, 3):
                     c = a if q == 1 else b
                     used[j, c] = 1
@@ -607,7 +609,7 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
                     ints[j, c, RIGHT] = -1
                     ints[j, c, PARENT] = k
                     ints[j, c, DEPTH] = d + 1
-                    store_site_node(ints, lohi, cnt, lwav, fb, ib, j, q, wsplit)
+                    store_site_node(ints, lohi, cnt, log_avail, floats, words, j, q, wsplit)
                 if b + 1 > tj:
                     tj = b + 1
                     top[j] = tj
@@ -617,16 +619,16 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
             d = ints[j, k, DEPTH]
             na = cnt[j, a]
             nb = cnt[j, b]
-            sa = fb[F_SUM + a]
-            sb = fb[F_SUM + b]
-            dlik = (leaf_loglik(prm, na / s2, sa / s2) + leaf_loglik(prm, nb / s2, sb / s2)
-                    - leaf_loglik(prm, (na + nb) / s2, (sa + sb) / s2))
-            dprior = (log_psplit(prm, d) + leaf_log_prior(prm, d + 1, lwav[j, a])
-                      + leaf_log_prior(prm, d + 1, lwav[j, b]) - log1m_psplit(prm, d))
+            sa = floats[F_SUM + a]
+            sb = floats[F_SUM + b]
+            dlik = (leaf_loglik(params, na / s2, sa / s2) + leaf_loglik(params, nb / s2, sb / s2)
+                    - leaf_loglik(params, (na + nb) / s2, (sa + sb) / s2))
+            dprior = (log_psplit(params, d) + leaf_log_prior(params, d + 1, log_avail[j, a])
+                      + leaf_log_prior(params, d + 1, log_avail[j, b]) - log1m_psplit(params, d))
             g_new = g + 1
-            if lwav[j, a] > NEG_INF:
+            if log_avail[j, a] > NEG_INF:
                 g_new -= 1
-            if lwav[j, b] > NEG_INF:
+            if log_avail[j, b] > NEG_INF:
                 g_new -= 1
             log_pgrow_new = 0.0 if k == 0 else math.log(pg)
             log_r = prune_ratio(dprior + dlik, log_pgrow_new, g_new, log_pmove, nog)
@@ -638,49 +640,49 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
                 ints[j, k, CUT] = -1
                 ints[j, k, LEFT] = -1
                 ints[j, k, RIGHT] = -1
-                fb[F_SUM + k] = sa + sb
+                floats[F_SUM + k] = sa + sb
                 cnt[j, k] = na + nb
                 # the freed slots keep their old values until the next pass has moved their rows
         elif kind == CHANGE or kind == SWAP:
             top_rule = top_rule_counts(kind)
-            if fill_site(ib, p):  # else rejected, no uniform drawn (as the CPU's moves)
-                log_r = site_log_ratio(ints, lohi, cnt, lwav, j, prm, wsplit, ib, fb, top_rule)
+            if fill_site(words, p):  # else rejected, no uniform drawn (as the CPU's moves)
+                log_r = site_log_ratio(ints, lohi, cnt, log_avail, j, params, wsplit, words, floats, top_rule)
                 if math.log(1.0 - rng_uniform(rs)) < log_r:
                     accepted = 1
-                    for q in range(ib[I_SITE + S_N]):
-                        store_site_node(ints, lohi, cnt, lwav, fb, ib, j, q, wsplit)
+                    for q in range(words[I_SITE + S_N]):
+                        store_site_node(ints, lohi, cnt, log_avail, floats, words, j, q, wsplit)
         # leaves from their Normal-Normal conditional, in slot order
-        s2mu = prm[P_S2MU]
-        mu0 = prm[P_MU0]
+        s2mu = params[P_S2MU]
+        mu0 = params[P_MU0]
         for q in range(tj):
             if is_leaf(ints, used, j, q):
                 W = cnt[j, q] / s2
-                S = fb[F_SUM + q] / s2
+                S = floats[F_SUM + q] / s2
                 prec = W + 1.0 / s2mu
                 val[j, q] = (S + mu0 / s2mu) / prec + rng_normal(rs) / math.sqrt(prec)
         # pending change for the next pass: the rows it moves and where (the pruned children: to their parent);
-        # fb[F_NEW] of the pruned children is their old value (no row stays there)
-        ib[I_JP] = j
+        # floats[F_NEW] of the pruned children is their old value (no row stays there)
+        words[I_JP] = j
         pend = I_PSITE
         if accepted == 1 and kind == PRUNE:
             for w in range(MASKW):
-                ib[pend + S_MASK + w] = 0
-            mask_set(ib, pend, a)
-            mask_set(ib, pend, b)
+                words[pend + S_MASK + w] = 0
+            mask_set(words, pend, a)
+            mask_set(words, pend, b)
             base = pend + S_NODES
-            ib[base + N_VAR] = -1
-            ib[base + N_CUT] = -1
-            ib[base + N_LEFT] = -1
-            ib[base + N_RIGHT] = -1
-            ib[base + N_SLOT] = k
-            ib[pend + S_N] = 1
+            words[base + N_VAR] = -1
+            words[base + N_CUT] = -1
+            words[base + N_LEFT] = -1
+            words[base + N_RIGHT] = -1
+            words[base + N_SLOT] = k
+            words[pend + S_N] = 1
         elif accepted == 1:
-            for e in range(S_NODES + S_FIELDS * ib[I_SITE + S_N]):
-                ib[pend + e] = ib[I_SITE + e]
+            for e in range(S_NODES + S_FIELDS * words[I_SITE + S_N]):
+                words[pend + e] = words[I_SITE + e]
         else:
-            ib[pend + S_N] = 0
+            words[pend + S_N] = 0
         for q in range(tj):
-            fb[F_NEW + q] = val[j, q]
+            floats[F_NEW + q] = val[j, q]
         if accepted == 1 and kind == PRUNE:
             val[j, a] = 0.0
             val[j, b] = 0.0
@@ -690,13 +692,13 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
         return accepted
 
     @jit
-    def post_tree(rs, ints, lohi, cnt, val, lwav, used, top, j, prm, wsplit, ib, fb, prop):
+    def post_tree(rs, ints, lohi, cnt, val, log_avail, used, top, j, params, wsplit, words, floats, prop):
         """After tree ``j``'s pass: the sigma^2 draw at tree 0 (unless fixed), then :func:`decide`; an error
-        (out of node slots) is flagged in ``ib[I_ERR]`` (tree + 1)."""
-        if j == 0 and prm[P_FIXED] == 0.0:
-            prm[P_SIGMA2] = (prm[P_B0] + 0.5 * fb[F_SSR]) / rng_gamma(rs, prm[P_A0] + 0.5 * prm[P_N])
-        if decide(rs, ints, lohi, cnt, val, lwav, used, top, j, prm, wsplit, ib, fb, prop) < 0:
-            ib[I_ERR] = j + 1
+        (out of node slots) is flagged in ``words[I_ERR]`` (tree + 1)."""
+        if j == 0 and params[P_FIXED] == 0.0:
+            params[P_SIGMA2] = (params[P_B0] + 0.5 * floats[F_SSR]) / rng_gamma(rs, params[P_A0] + 0.5 * params[P_N])
+        if decide(rs, ints, lohi, cnt, val, log_avail, used, top, j, params, wsplit, words, floats, prop) < 0:
+            words[I_ERR] = j + 1
 
     return types.SimpleNamespace(rng_next=rng_next, rng_uniform=rng_uniform, rng_below=rng_below,
                                  rng_normal=rng_normal, rng_gamma=rng_gamma, pre_tree=pre_tree,

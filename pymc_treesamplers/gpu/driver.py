@@ -143,14 +143,14 @@ class GrowPruneGPU:
         if sigma2_prior is None:
             sigma2_prior = (1.5, 1.5 * float(np.var(y)) * 0.1)  # only a fallback; pass chipman_sigma2_prior's
         s2 = fixed_sigma2 if self.fixed else (sigma2 if sigma2 is not None else float(np.var(y)))
-        prm = np.zeros(layout.N_PRM)
-        prm[layout.P_ALPHA], prm[layout.P_BETA] = alpha, beta
-        prm[layout.P_MU0], prm[layout.P_S2MU] = mu0, sigma_mu**2
-        prm[layout.P_SIGMA2] = s2
-        layout.move_prm(prm, move_probs, subtree_cap)
-        prm[layout.P_A0], prm[layout.P_B0] = sigma2_prior
-        prm[layout.P_N], prm[layout.P_FIXED] = n, float(self.fixed)
-        self.prm = prm
+        params = np.zeros(layout.N_PARAMS)
+        params[layout.P_ALPHA], params[layout.P_BETA] = alpha, beta
+        params[layout.P_MU0], params[layout.P_S2MU] = mu0, sigma_mu**2
+        params[layout.P_SIGMA2] = s2
+        layout.move_params(params, move_probs, subtree_cap)
+        params[layout.P_A0], params[layout.P_B0] = sigma2_prior
+        params[layout.P_N], params[layout.P_FIXED] = n, float(self.fixed)
+        self.params = params
         self.wsplit = np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=np.float64)
         self.thresholds = thresholds
         self._state = layout.new_state(self.m, p)
@@ -159,7 +159,7 @@ class GrowPruneGPU:
         root_hi = self.codes_host.max(axis=1).astype(np.int64)
         tables.init_state(*self._state, root_lo, root_hi, n, value, self.wsplit)
         self.rs = layout.seed_state(self.rng)
-        self.ib, self.fb, self.prop = layout.new_buffers(p)
+        self.words, self.floats, self.prop = layout.new_buffers(p)
         self.tick = np.zeros(1, dtype=np.int64)  # trees processed (their buffer rows alternate)
         self._sig = np.zeros(1)
         self.r_dtype = np.dtype(dtype)
@@ -186,14 +186,14 @@ class GrowPruneGPU:
         self.d_leaf = cuda.to_device(leaf0, stream=s)
         self.d_r = cuda.to_device(r0, stream=s)
         self.d_state = tuple(cuda.to_device(a, stream=s) for a in self._state)
-        self.d_prm = cuda.to_device(self.prm, stream=s)
+        self.d_params = cuda.to_device(self.params, stream=s)
         self.d_wsplit = cuda.to_device(self.wsplit, stream=s)
-        self.d_ib = cuda.to_device(self.ib, stream=s)
-        self.d_fb = cuda.to_device(self.fb, stream=s)
+        self.d_words = cuda.to_device(self.words, stream=s)
+        self.d_floats = cuda.to_device(self.floats, stream=s)
         self.d_prop = cuda.to_device(self.prop, stream=s)
         self.d_rs = cuda.to_device(self.rs, stream=s)
-        self.h_prm = cuda.pinned_array(layout.N_PRM, dtype=np.float64)
-        self.h_ib = cuda.pinned_array((2, layout.n_ib(self.p)), dtype=np.int32)
+        self.h_params = cuda.pinned_array(layout.N_PARAMS, dtype=np.float64)
+        self.h_words = cuda.pinned_array((2, layout.n_words(self.p)), dtype=np.int32)
         s.synchronize()
         sim = bool(numba.config.ENABLE_CUDASIM)
         if sim:
@@ -253,24 +253,25 @@ class GrowPruneGPU:
             self.mode, self.kernel = "launch", "pass+decide"
 
     def _sweep_args(self, j0, j1, probe=0):
-        return (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb,
+        return (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_params, self.d_wsplit, self.d_words,
+                self.d_floats,
                 self.d_prop, self.d_rs, np.int64(j0), np.int64(j1), np.int64(self.tick[0]),
                 np.int64(getattr(self, "first", 0)), self.bar, np.int64(probe), np.int64(self.prefetch))
 
     def _decide_args(self, j_post, c_post, j_pre, c_pre):
-        return (*self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb, self.d_prop, self.d_rs,
+        return (*self.d_state, self.d_params, self.d_wsplit, self.d_words, self.d_floats, self.d_prop, self.d_rs,
                 np.int64(j_post), np.int64(c_post), np.int64(j_pre), np.int64(c_pre))
 
     def sweep(self) -> float:
         """One sweep over the ``m`` trees (sigma^2 drawn at tree 0, given the residual the last sweep left);
         returns the sigma^2 the trees were drawn with."""
         if self.backend == "cpu":
-            done = twin.sweeps(self.rs, 1, self.codes, self.leaf, self.r, *self._state, self.prm, self.wsplit,
-                                    self.ib, self.fb, self.prop, self.tick, self._sig)
+            done = twin.sweeps(self.rs, 1, self.codes, self.leaf, self.r, *self._state, self.params, self.wsplit,
+                                    self.words, self.floats, self.prop, self.tick, self._sig)
             if done != 1:
-                self._raise_slots(self.ib[:, layout.I_ERR].max())
+                self._raise_slots(self.words[:, layout.I_ERR].max())
             self._after_sweep()
-            return float(self.prm[layout.P_SIGMA2])
+            return float(self.params[layout.P_SIGMA2])
         s = self.stream
         if self.mode == "coop":
             self._k_sweep(*self._sweep_args(0, self.m))
@@ -282,22 +283,23 @@ class GrowPruneGPU:
             self._k_decide(*self._decide_args(-1, 0, 0, t & 1))
             for j in range(m):
                 c = t & 1
-                self._k_pass(self.d_codes, self.d_leaf, self.d_r, self.d_ib, self.d_fb, np.int64(c), np.int64(1 - c),
+                self._k_pass(self.d_codes, self.d_leaf, self.d_r, self.d_words, self.d_floats, np.int64(c),
+                             np.int64(1 - c),
                              np.int64(self.first))
                 self._k_decide(*self._decide_args(j, c, j + 1 if j + 1 < m else -1, 1 - c))
                 t += 1
         self.tick[0] += self.m
-        self.d_prm.copy_to_host(self.h_prm, stream=s)
-        self.d_ib.copy_to_host(self.h_ib, stream=s)
+        self.d_params.copy_to_host(self.h_params, stream=s)
+        self.d_words.copy_to_host(self.h_words, stream=s)
         s.synchronize()
         self._stale = True
         if self.mode == "coop" and self._soft and self.h_bar[B_ERR] != 0:
             raise RuntimeError("the grid barrier timed out inside a sweep (blocks not all resident); this sweep "
                                "object is unusable now: make a new one with mode='launch'")
-        if self.h_ib[:, I_ERR].max() != 0:
-            self._raise_slots(self.h_ib[:, I_ERR].max())
+        if self.h_words[:, I_ERR].max() != 0:
+            self._raise_slots(self.h_words[:, I_ERR].max())
         self._after_sweep()
-        return float(self.h_prm[layout.P_SIGMA2])
+        return float(self.h_params[layout.P_SIGMA2])
 
     def _after_sweep(self) -> None:
         self.n_sweeps += 1
@@ -325,20 +327,21 @@ class GrowPruneGPU:
         ``y - sum of the trees``; the next sweep then has nothing pending. Returns the residual sum of squares."""
         pend = int((self.tick[0] - 1) & 1)  # the row of the last tree processed (row 1 before any)
         if self.backend == "cpu":
-            ib, fb = self.ib[pend], self.fb[pend]
-            ib[I_J] = -1
-            ib[I_KIND] = 0
-            twin.row_pass_cpu(self.codes, self.leaf, self.r, ib, fb, ib, fb)
-            ib[I_JP] = -1
-            return float(fb[F_SSR])
+            words, floats = self.words[pend], self.floats[pend]
+            words[I_J] = -1
+            words[I_KIND] = 0
+            twin.row_pass_cpu(self.codes, self.leaf, self.r, words, floats, words, floats)
+            words[I_JP] = -1
+            return float(floats[F_SSR])
         s = self.stream
-        k_flush[1, 1, s](self.d_ib, self.d_fb, np.int64(pend), np.int64(0))
-        k_pass[self.blocks, self.tpb, s](self.d_codes, self.d_leaf, self.d_r, self.d_ib, self.d_fb, np.int64(pend),
+        k_flush[1, 1, s](self.d_words, self.d_floats, np.int64(pend), np.int64(0))
+        k_pass[self.blocks, self.tpb, s](self.d_codes, self.d_leaf, self.d_r, self.d_words, self.d_floats,
+                                         np.int64(pend),
                                          np.int64(pend), np.int64(self.first))
-        k_flush[1, 1, s](self.d_ib, self.d_fb, np.int64(pend), np.int64(1))
-        fb = self.d_fb.copy_to_host(stream=s)
+        k_flush[1, 1, s](self.d_words, self.d_floats, np.int64(pend), np.int64(1))
+        floats = self.d_floats.copy_to_host(stream=s)
         s.synchronize()
-        return float(fb[pend, F_SSR])
+        return float(floats[pend, F_SSR])
 
     def set_sigma2(self, sigma2: float) -> None:
         """The noise variance the next sweep draws the trees with (``fixed_sigma2`` mode: a PyMC step sets it
@@ -347,9 +350,9 @@ class GrowPruneGPU:
             raise ValueError("set_sigma2 needs a sweep made with fixed_sigma2 (sigma^2 is drawn otherwise)")
         if not (np.isfinite(sigma2) and sigma2 > 0.0):
             raise ValueError(f"sigma^2 must be finite and positive, got {sigma2}")
-        self.prm[layout.P_SIGMA2] = sigma2
+        self.params[layout.P_SIGMA2] = sigma2
         if self.backend == "cuda":
-            self.d_prm.copy_to_device(self.prm, stream=self.stream)
+            self.d_params.copy_to_device(self.params, stream=self.stream)
 
     def shift_residual(self, dz) -> None:
         """The response (pseudo-data) moved by ``dz`` (n,): the residual moves with it (a PyMC step whose
@@ -401,7 +404,7 @@ class GrowPruneGPU:
     # ---------------------------------------------------------------------------------------------
     @property
     def state(self):
-        """The node tables ``(ints, lohi, cnt, val, lwav, used, top)`` (host copies, refreshed from the device
+        """The node tables ``(ints, lohi, cnt, val, log_avail, used, top)`` (host copies, refreshed from the device
         after a sweep)."""
         if self.backend == "cuda" and self._stale:
             for d, h in zip(self.d_state, self._state, strict=True):
@@ -466,6 +469,7 @@ class GrowPruneGPU:
         """Bytes of the device state (codes, leaf slots, residual, node tables, buffers)."""
         if self.backend != "cuda":
             return 0
-        arrs = (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_prm, self.d_wsplit, self.d_ib, self.d_fb,
+        arrs = (self.d_codes, self.d_leaf, self.d_r, *self.d_state, self.d_params, self.d_wsplit, self.d_words,
+                self.d_floats,
                 self.d_prop, self.d_rs, self.bar)
         return sum(a.nbytes for a in arrs)

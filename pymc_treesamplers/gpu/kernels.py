@@ -26,7 +26,7 @@ from numba import cuda, float64, int32, uint64
 
 from . import layout
 from .decisions import build
-from .layout import INT_BIG, MAXN, N_INTS, N_PRM, NACC, PMAX, SITE_LEN, SUBMAX
+from .layout import INT_BIG, MAXN, N_INTS, N_PARAMS, NACC, PMAX, SITE_LEN, SUBMAX
 
 N_SH_RNG = SUBMAX * 2 * PMAX  # the site leaves' code bounds (a literal size for numba)
 
@@ -36,33 +36,33 @@ _mask_has, _site_descend = DEV.mask_has, DEV.site_descend
 
 
 @cuda.jit(device=True)
-def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
-    """All threads: the pending change of tree ``ibp[layout.I_JP]`` (a row whose leaf slot is in the pending site's
-    mask descends that site to its new slot; the residual moves by the old minus the new value; from the buffer
-    row ``ibp``/``fbp``), then tree ``ib[layout.I_J]``'s leaf sums with its fit added back (slots below NACC in
-    per-thread accumulators, the rest in shared memory), and for the rows in the proposal's site's mask the
-    site leaf each reaches, its row count, sum and code ranges (counts and sums per thread, ranges by shared
-    atomics taken only when they move a bound), and the residual sum of squares. Block reductions in shared
-    memory, then global atomics into ``ib``/``fb`` (zeroed by the deciding thread before). Blocks below
-    ``first`` take no rows (block 0 when the deciding thread draws the next proposal meanwhile). ``sh``: the
-    kernel's shared and per-thread arrays, in the order unpacked below (allocated in each kernel, one a line:
-    the simulator tells shared arrays apart by their source line)."""
+def _row_pass(codes, leaf, r, words_pend, floats_pend, words, floats, first, sh):
+    """All threads: the pending change of tree ``words_pend[layout.I_JP]`` (a row whose leaf slot is in the pending
+    site's mask descends that site to its new slot; the residual moves by the old minus the new value; from the buffer
+    row ``words_pend``/``floats_pend``), then tree ``words[layout.I_J]``'s leaf sums with its fit added back (slots
+    below NACC in per-thread accumulators, the rest in shared memory), and for the rows in the proposal's site's mask
+    the site leaf each reaches, its row count, sum and code ranges (counts and sums per thread, ranges by shared atomics
+    taken only when they move a bound), and the residual sum of squares. Block reductions in shared memory, then global
+    atomics into ``words``/``floats`` (zeroed by the deciding thread before). Blocks below ``first`` take no rows (block
+    0 when the deciding thread draws the next proposal meanwhile). ``sh``: the kernel's shared and per-thread arrays, in
+    the order unpacked below (allocated in each kernel, one a line: the simulator tells shared arrays apart by their
+    source line)."""
     sh_sum, sh_f, sh_site, sh_psite, sh_cnt, sh_ssum, sh_rng, acc, lcnt, lsum = sh
     t = cuda.threadIdx.x
     bd = cuda.blockDim.x
     p = codes.shape[0]
     n = codes.shape[1]
-    jp = ibp[layout.I_JP]
-    j = ib[layout.I_J]
-    n_pend = ibp[layout.I_PSITE + layout.S_N] if jp >= 0 else 0
-    n_site = ib[layout.I_SITE + layout.S_N] if j >= 0 else 0
-    tj = ib[layout.I_TOP] if j >= 0 else 0
+    jp = words_pend[layout.I_JP]
+    j = words[layout.I_J]
+    n_pend = words_pend[layout.I_PSITE + layout.S_N] if jp >= 0 else 0
+    n_site = words[layout.I_SITE + layout.S_N] if j >= 0 else 0
+    tj = words[layout.I_TOP] if j >= 0 else 0
     na = tj if tj < NACC else NACC
     p2 = 2 * p
     for e in range(t, layout.S_NODES + layout.S_FIELDS * n_pend if n_pend > 0 else 0, bd):
-        sh_psite[e] = ibp[layout.I_PSITE + e]
+        sh_psite[e] = words_pend[layout.I_PSITE + e]
     for e in range(t, layout.S_NODES + layout.S_FIELDS * n_site if n_site > 0 else 0, bd):
-        sh_site[e] = ib[layout.I_SITE + e]
+        sh_site[e] = words[layout.I_SITE + e]
     for q in range(t, tj, bd):
         sh_sum[q] = 0.0
     for e in range(t, p2 * n_site, bd):
@@ -110,14 +110,14 @@ def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
             if n_pend > 0 and _mask_has(sh_psite, 0, lo):
                 ln = sh_psite[layout.S_NODES + layout.S_FIELDS * _site_descend(codes, sh_psite, 0, i) + layout.N_SLOT]
                 leaf[jp, i] = ln
-            ri = ri + fbp[layout.F_OLD + lo] - fbp[layout.F_NEW + ln]
+            ri = ri + floats_pend[layout.F_OLD + lo] - floats_pend[layout.F_NEW + ln]
             r[i] = ri
             ri = float64(r[i])  # the value stored (float32 residuals: the rounded one)
             if j == jp:  # one tree (m = 1): its slot as just changed
                 lj = ln
         ssr += ri * ri
         if j >= 0:
-            x = ri + fb[layout.F_CUR + lj]
+            x = ri + floats[layout.F_CUR + lj]
             if lj < NACC:
                 acc[lj] += x
             else:
@@ -146,28 +146,28 @@ def _row_pass(codes, leaf, r, ibp, fbp, ib, fb, first, sh):
     cuda.syncthreads()
     for q in range(t, tj, bd):
         if sh_sum[q] != 0.0:
-            cuda.atomic.add(fb, layout.F_SUM + q, sh_sum[q])
+            cuda.atomic.add(floats, layout.F_SUM + q, sh_sum[q])
     if t == 0:
-        cuda.atomic.add(fb, layout.F_SSR, sh_f[0])
+        cuda.atomic.add(floats, layout.F_SSR, sh_f[0])
     for q in range(t, n_site, bd):
         if sh_cnt[q] > 0:
-            cuda.atomic.add(ib, layout.I_CNT + q, sh_cnt[q])
-            cuda.atomic.add(fb, layout.F_SSUM + q, sh_ssum[q])
+            cuda.atomic.add(words, layout.I_CNT + q, sh_cnt[q])
+            cuda.atomic.add(floats, layout.F_SSUM + q, sh_ssum[q])
     for e in range(t, p2 * n_site, bd):
         if e % p2 < p:
             if sh_rng[e] != INT_BIG:
-                cuda.atomic.min(ib, layout.I_RANGE + e, sh_rng[e])
+                cuda.atomic.min(words, layout.I_RANGE + e, sh_rng[e])
         elif sh_rng[e] != -1:
-            cuda.atomic.max(ib, layout.I_RANGE + e, sh_rng[e])
+            cuda.atomic.max(words, layout.I_RANGE + e, sh_rng[e])
 
 
 PF_MAGIC_I, PF_MAGIC_F = -7777777777777, 1.5e-300  # sums the prefetch cannot reach (codes < 2^16, < 2^14 words)
 
 
 @cuda.jit(device=True)
-def _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ibr, fbr, post, sink):
+def _prefetch(ints, lohi, cnt, val, log_avail, used, top, wsplit, j, words_row, floats_row, post, sink):
     """Block 0's threads load tree ``j``'s node table (its first ``top[j]`` slots) and, ``post``, the buffer
-    row ``ibr``/``fbr`` the decision reads, so that the deciding thread's ~100 dependent loads hit this
+    row ``words_row``/``floats_row`` the decision reads, so that the deciding thread's ~100 dependent loads hit this
     multiprocessor's L1 (tens of cycles) instead of L2/DRAM (hundreds each): the decision runs on one thread
     while the grid waits, so its load latency is the sweep's critical path at small n. A pure performance
     hint: the values are summed only so the loads are not removed (``sink`` is never written: the sums cannot
@@ -184,20 +184,20 @@ def _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ibr, fbr, post, 
         si += lohi[j, q // (2 * p), (q // p) % 2, q % p]
     for q in range(t, tj, bd):
         si += cnt[j, q] + used[j, q]
-        sf += val[j, q] + lwav[j, q]
+        sf += val[j, q] + log_avail[j, q]
     if post:  # the words the decision reads: control words and site, the site's counts, sums and ranges
-        ns = ibr[layout.I_SITE + layout.S_N]
+        ns = words_row[layout.I_SITE + layout.S_N]
         for q in range(t, layout.I_SITE + layout.S_NODES + layout.S_FIELDS * ns, bd):
-            si += ibr[q]
+            si += words_row[q]
         for q in range(t, ns, bd):
-            si += ibr[layout.I_CNT + q]
-            sf += fbr[layout.F_SSUM + q]
+            si += words_row[layout.I_CNT + q]
+            sf += floats_row[layout.F_SSUM + q]
         for q in range(t, 2 * p * ns, bd):
-            si += ibr[layout.I_RANGE + q]
+            si += words_row[layout.I_RANGE + q]
         for q in range(t, tj, bd):
-            sf += fbr[layout.F_SUM + q]
+            sf += floats_row[layout.F_SUM + q]
         if t == 0:
-            sf += fbr[layout.F_SSR] + wsplit[0]
+            sf += floats_row[layout.F_SSR] + wsplit[0]
     if si == PF_MAGIC_I and sf == PF_MAGIC_F:
         sink[3] = 1
 
@@ -246,7 +246,7 @@ def _soft_sync(bar):
 
 
 @cuda.jit(device=True)
-def _lead_copy(rs, prm, prop, rs_to, prm_to, prop_to):
+def _lead_copy(rs, params, prop, rs_to, prm_to, prop_to):
     """The deciding thread's generator states, parameters and proposals, from one set of arrays to another
     (global -> its local copies before a sweep, and back after)."""
     for a in range(2):
@@ -254,8 +254,8 @@ def _lead_copy(rs, prm, prop, rs_to, prm_to, prop_to):
         rs_to[a, 1] = rs[a, 1]
         for q in range(4):
             prop_to[a, q] = prop[a, q]
-    for q in range(N_PRM):
-        prm_to[q] = prm[q]
+    for q in range(N_PARAMS):
+        prm_to[q] = params[q]
 
 
 @cuda.jit(device=True)
@@ -275,7 +275,8 @@ def _sweep_kernel(sync):
     parameters and the proposals' terms in its own (local) memory for the launch. ``probe > 0``: only that many
     barriers (the driver's check that the grid is resident)."""
 
-    def k_sweep(codes, leaf, r, ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j0, j1, t0,
+    def k_sweep(codes, leaf, r, ints, lohi, cnt, val, log_avail, used, top, params, wsplit, words, floats, prop, rs,
+                j0, j1, t0,
                 first, bar, probe, prefetch):
         # one allocation a line: the simulator tells shared arrays apart by their source line
         sh = (cuda.shared.array(MAXN, float64),
@@ -289,7 +290,7 @@ def _sweep_kernel(sync):
               cuda.local.array(SUBMAX, int32),
               cuda.local.array(SUBMAX, float64))
         rs_l = cuda.local.array((2, 2), uint64)
-        prm_l = cuda.local.array(N_PRM, float64)
+        prm_l = cuda.local.array(N_PARAMS, float64)
         prop_l = cuda.local.array((2, 4), float64)
         if probe > 0:
             for _ in range(probe):
@@ -298,34 +299,37 @@ def _sweep_kernel(sync):
         lead = cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0
         t = t0
         if lead:
-            _lead_copy(rs, prm, prop, rs_l, prm_l, prop_l)
+            _lead_copy(rs, params, prop, rs_l, prm_l, prop_l)
             if j0 < j1:
                 c = t & 1
-                _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j0, prm_l, wsplit, ib[c], fb[c], prop_l[c])
+                _pre_tree(rs_l[0], ints, lohi, val, log_avail, used, top, j0, prm_l, wsplit, words[c], floats[c],
+                          prop_l[c])
         for j in range(j0, j1):
             c = t & 1
             sync(bar)
-            if ib[0, layout.I_ERR] != 0 or ib[1, layout.I_ERR] != 0 or bar[B_ERR] != 0:
+            if words[0, layout.I_ERR] != 0 or words[1, layout.I_ERR] != 0 or bar[B_ERR] != 0:
                 break
-            _row_pass(codes, leaf, r, ib[1 - c], fb[1 - c], ib[c], fb[c], first, sh)
+            _row_pass(codes, leaf, r, words[1 - c], floats[1 - c], words[c], floats[c], first, sh)
             if cuda.blockIdx.x == 0 and prefetch != 0 and j + 1 < j1:
-                _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j + 1, ib[1 - c], fb[1 - c], False, bar)
+                _prefetch(ints, lohi, cnt, val, log_avail, used, top, wsplit, j + 1, words[1 - c], floats[1 - c],
+                          False, bar)
                 cuda.syncthreads()
             if lead and j + 1 < j1:
-                _pre_tree(rs_l[0], ints, lohi, val, lwav, used, top, j + 1, prm_l, wsplit, ib[1 - c], fb[1 - c],
+                _pre_tree(rs_l[0], ints, lohi, val, log_avail, used, top, j + 1, prm_l, wsplit, words[1 - c],
+                          floats[1 - c],
                           prop_l[1 - c])
             sync(bar)
             if bar[B_ERR] != 0:
                 break
             if cuda.blockIdx.x == 0 and prefetch != 0:  # after the barrier's fence: the outputs are final
-                _prefetch(ints, lohi, cnt, val, lwav, used, top, wsplit, j, ib[c], fb[c], True, bar)
+                _prefetch(ints, lohi, cnt, val, log_avail, used, top, wsplit, j, words[c], floats[c], True, bar)
                 cuda.syncthreads()
             if lead:
-                _post_tree(rs_l[1], ints, lohi, cnt, val, lwav, used, top, j, prm_l, wsplit, ib[c], fb[c],
+                _post_tree(rs_l[1], ints, lohi, cnt, val, log_avail, used, top, j, prm_l, wsplit, words[c], floats[c],
                            prop_l[c])
             t += 1
         if lead:
-            _lead_copy(rs_l, prm_l, prop_l, rs, prm, prop)
+            _lead_copy(rs_l, prm_l, prop_l, rs, params, prop)
 
     return k_sweep
 
@@ -353,7 +357,7 @@ k_sweep_soft, k_sweep_cg = SWEEP_KERNELS["soft"], SWEEP_KERNELS["cg"]
 
 
 @cuda.jit
-def k_pass(codes, leaf, r, ib, fb, cur, pend, first):
+def k_pass(codes, leaf, r, words, floats, cur, pend, first):
     """The row pass alone (the ``launch`` driver and the flush): pending change from buffer row ``pend``,
     tree from row ``cur``, rows on the blocks from ``first`` on."""
     sh = (cuda.shared.array(MAXN, float64),
@@ -366,31 +370,34 @@ def k_pass(codes, leaf, r, ib, fb, cur, pend, first):
           cuda.local.array(NACC, float64),
           cuda.local.array(SUBMAX, int32),
           cuda.local.array(SUBMAX, float64))
-    _row_pass(codes, leaf, r, ib[pend], fb[pend], ib[cur], fb[cur], first, sh)
+    _row_pass(codes, leaf, r, words[pend], floats[pend], words[cur], floats[cur], first, sh)
 
 
 @cuda.jit
-def k_decide(ints, lohi, cnt, val, lwav, used, top, prm, wsplit, ib, fb, prop, rs, j_post, c_post, j_pre, c_pre):
+def k_decide(ints, lohi, cnt, val, log_avail, used, top, params, wsplit, words, floats, prop, rs, j_post, c_post,
+             j_pre, c_pre):
     """One thread: the decision of tree ``j_post`` (if >= 0; buffer row ``c_post``), then the proposal of tree
     ``j_pre`` (if >= 0; row ``c_pre``)."""
-    if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0 and ib[0, layout.I_ERR] == 0 and ib[1, layout.I_ERR] == 0:
+    if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0 and words[0, layout.I_ERR] == 0 and words[1, layout.I_ERR] == 0:
         if j_post >= 0:
-            _post_tree(rs[1], ints, lohi, cnt, val, lwav, used, top, j_post, prm, wsplit, ib[c_post], fb[c_post],
+            _post_tree(rs[1], ints, lohi, cnt, val, log_avail, used, top, j_post, params, wsplit, words[c_post],
+                       floats[c_post],
                        prop[c_post])
         if j_pre >= 0:
-            _pre_tree(rs[0], ints, lohi, val, lwav, used, top, j_pre, prm, wsplit, ib[c_pre], fb[c_pre], prop[c_pre])
+            _pre_tree(rs[0], ints, lohi, val, log_avail, used, top, j_pre, params, wsplit, words[c_pre], floats[c_pre],
+                      prop[c_pre])
 
 
 @cuda.jit
-def k_flush(ib, fb, pend, stage):
+def k_flush(words, floats, pend, stage):
     """Before (stage 0) and after (1) the pass that only applies the pending change of buffer row ``pend``."""
     if cuda.blockIdx.x == 0 and cuda.threadIdx.x == 0:
         if stage == 0:
-            ib[pend, layout.I_J] = -1
-            ib[pend, layout.I_KIND] = 0
-            fb[pend, layout.F_SSR] = 0.0
+            words[pend, layout.I_J] = -1
+            words[pend, layout.I_KIND] = 0
+            floats[pend, layout.F_SSR] = 0.0
         else:
-            ib[pend, layout.I_JP] = -1
+            words[pend, layout.I_JP] = -1
 
 
 @cuda.jit

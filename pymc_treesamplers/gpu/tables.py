@@ -18,7 +18,7 @@ from .layout import CUT, DEPTH, LEFT, MAXN, N_INTS, NEG_INF, RIGHT, VAR
 
 
 @numba.njit(cache=True)
-def init_state(ints, lohi, cnt, val, lwav, used, top, root_lo, root_hi, n, value, wsplit):
+def init_state(ints, lohi, cnt, val, log_avail, used, top, root_lo, root_hi, n, value, wsplit):
     """Every tree a single leaf over all ``n`` rows with leaf ``value``."""
     m = ints.shape[0]
     total = 0.0
@@ -39,7 +39,7 @@ def init_state(ints, lohi, cnt, val, lwav, used, top, root_lo, root_hi, n, value
             lohi[j, 0, 1, v] = root_hi[v]
         cnt[j, 0] = n
         val[j, 0] = value
-        lwav[j, 0] = lw
+        log_avail[j, 0] = lw
 
 
 

@@ -308,15 +308,15 @@ def decode_trace(texts) -> tuple[int, np.ndarray, np.ndarray]:
         raise ForestFormatError(_explain(int(err[k]), detail[k], raw[starts[k] : starts[k + 1]]), k)
     if not len(texts):
         return 0, raw, starts
-    ps = raw.view("<i4")[starts[:-1] // 4 + 3]
-    values, first, n_with = np.unique(ps, return_index=True, return_counts=True)
+    pseudo = raw.view("<i4")[starts[:-1] // 4 + 3]
+    values, first, n_with = np.unique(pseudo, return_index=True, return_counts=True)
     if values.size > 1:
         # the odd one out is the likelier corruption: blame a draw whose p differs from the most common one
         ref = values[np.lexsort((first, -n_with))[0]]
-        k = int(np.flatnonzero(ps != ref)[0])
-        raise ForestFormatError(f"corrupted pymc_treesamplers forest: fit on p = {ps[k]} covariates, but "
-                                f"{(ps == ref).sum()} of the {ps.size} forests on p = {ref}", k)
-    return int(ps[0]), raw, starts
+        k = int(np.flatnonzero(pseudo != ref)[0])
+        raise ForestFormatError(f"corrupted pymc_treesamplers forest: fit on p = {pseudo[k]} covariates, but "
+                                f"{(pseudo == ref).sum()} of the {pseudo.size} forests on p = {ref}", k)
+    return int(pseudo[0]), raw, starts
 
 
 @numba.njit(cache=True, nogil=True)

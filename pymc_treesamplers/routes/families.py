@@ -341,12 +341,12 @@ def _leaf_part(lik, perm, s, e, value, rng):
 
 
 @numba.njit(cache=True, nogil=True)
-def _propose_leaves(rng, lik, t, prior, ps):
+def _propose_leaves(rng, lik, t, prior, pseudo):
     loglink = lik.leaf_exp != 0.0
     if not (loglink or lik.refine):
-        draw_leaves(rng, t, prior, ps)
+        draw_leaves(rng, t, prior, pseudo)
         return
-    # ps.r holds the working response z here (the driver added the old tree back)
+    # pseudo.r holds the working response z here (the driver added the old tree back)
     ti = t.ints
     part = 0.0
     for k in range(t.nn[0]):
@@ -360,12 +360,12 @@ def _propose_leaves(rng, lik, t, prior, ps):
             t.floats[k, VALUE] = val
             part += terms
             for q in range(s, e):
-                ps.r[t.perm[q]] -= val
+                pseudo.r[t.perm[q]] -= val
     lik.acc[1] = part
 
 
 @numba.njit(cache=True, nogil=True)
-def _accept(rng, lik, j, old, new, ps):
+def _accept(rng, lik, j, old, new, pseudo):
     # the proposal's fit is read from its leaves (gnew), not from z - r: z can be large where the working
     # weight is small, and z - r would lose the fit's digits; old fit g saved by family_pseudo; the rows'
     # log-likelihood at the current f is kept in lrow (or its differences summed, below)

@@ -122,7 +122,7 @@ def _pseudo(lik, j, tree):
 
 
 @numba.njit(cache=True)
-def _accept(rng, lik, j, old, new, ps):
+def _accept(rng, lik, j, old, new, pseudo):
     # the proposal's fit from its leaves, not z - r (families.py's _accept says why)
     work = 0.0
     for i in range(lik.f.shape[0]):

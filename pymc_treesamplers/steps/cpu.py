@@ -56,13 +56,13 @@ class CPUSweeper:
             chain = out.chain
             if out.view is not None:
                 out.view.set_others(step.f)
-            ps = out.working.sweep_input(f, step.rng, step.threads)
-            failed = chain.sweep(step.rng, ps, warm=warm, threads=step.threads)
+            pseudo = out.working.sweep_input(f, step.rng, step.threads)
+            failed = chain.sweep(step.rng, pseudo, warm=warm, threads=step.threads)
             if failed >= 0:
                 raise RuntimeError(step._failure(failed))
             if out.corrected:
-                accepted.append(ps.counts[1] / max(ps.counts[0], 1))
-                mh_counts += ps.counts
+                accepted.append(pseudo.counts[1] / max(pseudo.counts[0], 1))
+                mh_counts += pseudo.counts
             chain.fit(f, step.threads)
             d, nl = chain.summary(counts)
             depth, leaves = depth + d / step.k, leaves + nl / step.k

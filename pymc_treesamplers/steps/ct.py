@@ -113,9 +113,9 @@ class CTBirthDeathStep(BaseTreeStep):
         return new_ct_scratch(codes, m, horizon, self.rotate, self.change)
 
     def _sampler_stats(self) -> dict:
-        sk = self._scratch
-        out = {"jumps": float(sk.jumps.mean()), "total_rate": float(sk.rate.mean())}
+        sampler = self._scratch
+        out = {"jumps": float(sampler.jumps.mean()), "total_rate": float(sampler.rate.mean())}
         if self.mode == "jump":
-            lam = float(sk.rate[0])
+            lam = float(sampler.rate[0])
             out["waiting_time"] = 1.0 / lam if lam > 0 else float("inf")
         return out

@@ -111,10 +111,10 @@ class PGBARTStep(BaseTreeStep):
         return new_pg_scratch(self.opts, codes, m, self.pimh)
 
     def _sampler_stats(self) -> dict:
-        sk = self._scratch
-        out = {"kept_old": float(sk.kept.mean()), "stages": float(sk.stages.mean())}
+        sampler = self._scratch
+        out = {"kept_old": float(sampler.kept.mean()), "stages": float(sampler.stages.mean())}
         if self.pimh:
-            out["pimh_accept"] = float(sk.accepted.mean()) / self.pimh
+            out["pimh_accept"] = float(sampler.accepted.mean()) / self.pimh
         return out
 
     def _failure(self, j: int) -> str:

@@ -98,9 +98,9 @@ class ReshapeStep(BaseTreeStep):
         return new_reshape_scratch(self.move_probs, self.n_moves, codes.shape[0], codes.shape[1])
 
     def _sampler_stats(self) -> dict:
-        sk = self._scratch
-        proposed = int(sk.proposed.sum())
-        out = {"moves_accept": float(sk.accepted.sum()) / max(proposed, 1)}
-        sk.proposed[:] = 0
-        sk.accepted[:] = 0
+        sampler = self._scratch
+        proposed = int(sampler.proposed.sum())
+        out = {"moves_accept": float(sampler.accepted.sum()) / max(proposed, 1)}
+        sampler.proposed[:] = 0
+        sampler.accepted[:] = 0
         return out

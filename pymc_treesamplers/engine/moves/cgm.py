@@ -50,7 +50,7 @@ def new_move_buffers(p: int, n: int) -> MoveBuffers:
 
 
 @numba.njit(cache=True, nogil=True)
-def _screen(rng, t, data, prior, ps, k, mb, top_rule):
+def _screen(rng, t, data, prior, pseudo, k, mb, top_rule):
     """Score the rules now written at and below ``k`` with the rows unmoved; returns ``(go, lu, old)``.
 
     ``go`` is False when a split is left with an empty side (prior zero: rejected, no uniform drawn) or when
@@ -58,10 +58,10 @@ def _screen(rng, t, data, prior, ps, k, mb, top_rule):
     decisions are those :func:`_settle` would have made, without moving a row. ``lu`` is NaN for a subtree
     the bound does not cover: :func:`_settle` draws it, after the validity check, as it always did.
     """
-    ok, bound = rule_change_bound(t, data, prior, ps, k, top_rule)
+    ok, bound = rule_change_bound(t, data, prior, pseudo, k, top_rule)
     if not ok:
         return False, 0.0, 0.0
-    old = subtree_log_post(t, prior, ps, k, mb.order, top_rule=top_rule, split_probs=FALSE)
+    old = subtree_log_post(t, prior, pseudo, k, mb.order, top_rule=top_rule, split_probs=FALSE)
     if bound == math.inf:
         return True, math.nan, old
     lu = math.log(rng.random())
@@ -71,13 +71,13 @@ def _screen(rng, t, data, prior, ps, k, mb, top_rule):
 
 
 @numba.njit(cache=True, nogil=True)
-def _settle(rng, t, data, prior, ps, k, mb, old, top_rule, lu):
+def _settle(rng, t, data, prior, pseudo, k, mb, old, top_rule, lu):
     """Finish a change/swap whose new rules are written at and below ``k`` (saved in ``mb.bk``): re-split
     the rows, refresh the prior terms, accept if ``lu < new - old`` (``lu`` drawn here when NaN), otherwise
     restore."""
     if repartition_subtree(t, data, k, mb.order):
         refresh_subtree_prior(t, data, k, mb.order)
-        new = subtree_log_post(t, prior, ps, k, mb.order, top_rule=top_rule, split_probs=FALSE)
+        new = subtree_log_post(t, prior, pseudo, k, mb.order, top_rule=top_rule, split_probs=FALSE)
         if math.isnan(lu):
             lu = math.log(rng.random())
         if lu < new - old:
@@ -87,7 +87,7 @@ def _settle(rng, t, data, prior, ps, k, mb, old, top_rule, lu):
 
 
 @numba.njit(cache=True, nogil=True)
-def change_move(rng, t, data, prior, ps, mb):
+def change_move(rng, t, data, prior, pseudo, mb):
     """Redraw the rule of a uniformly chosen internal node from the rule prior; MH accept.
 
     The proposal probability of the new rule equals its prior, so the ratio keeps only the
@@ -105,7 +105,7 @@ def change_move(rng, t, data, prior, ps, mb):
     pc = ti[k, CUT]
     ti[k, VAR] = v
     ti[k, CUT] = c
-    go, lu, old = _screen(rng, t, data, prior, ps, k, mb, FALSE)
+    go, lu, old = _screen(rng, t, data, prior, pseudo, k, mb, FALSE)
     ti[k, VAR] = pv
     ti[k, CUT] = pc
     if not go:
@@ -113,7 +113,7 @@ def change_move(rng, t, data, prior, ps, mb):
     backup(t, k, mb.bk)
     ti[k, VAR] = v
     ti[k, CUT] = c
-    return _settle(rng, t, data, prior, ps, k, mb, old, FALSE, lu)
+    return _settle(rng, t, data, prior, pseudo, k, mb, old, FALSE, lu)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -137,7 +137,7 @@ def _swap_rules(ti, k, ch):
 
 
 @numba.njit(cache=True, nogil=True)
-def swap_move(rng, t, data, prior, ps, mb):
+def swap_move(rng, t, data, prior, pseudo, mb):
     """Swap the rules of a uniformly chosen (internal parent, internal child) pair; MH accept.
 
     When both children carry the same rule, the parent's rule is swapped with both (the only
@@ -152,10 +152,10 @@ def swap_move(rng, t, data, prior, ps, mb):
     b = ti[k, RIGHT]
     saved = (ti[k, VAR], ti[k, CUT], ti[a, VAR], ti[a, CUT], ti[b, VAR], ti[b, CUT])
     _swap_rules(ti, k, ch)
-    go, lu, old = _screen(rng, t, data, prior, ps, k, mb, TRUE)
+    go, lu, old = _screen(rng, t, data, prior, pseudo, k, mb, TRUE)
     ti[k, VAR], ti[k, CUT], ti[a, VAR], ti[a, CUT], ti[b, VAR], ti[b, CUT] = saved
     if not go:
         return False
     backup(t, k, mb.bk)
     _swap_rules(ti, k, ch)
-    return _settle(rng, t, data, prior, ps, k, mb, old, TRUE, lu)
+    return _settle(rng, t, data, prior, pseudo, k, mb, old, TRUE, lu)

@@ -30,7 +30,7 @@ from ..tree import (
 
 
 @numba.njit(cache=True, nogil=True)
-def grow_move(rng, t, data, prior, ps, scratch_p, log_pgrow_t, log_pprune):
+def grow_move(rng, t, data, prior, pseudo, scratch_p, log_pgrow_t, log_pprune):
     """Propose splitting a growable leaf; accept with the MH ratio. Returns True if accepted.
 
     ``log_pgrow_t`` is the log probability that this tree chose a grow; ``log_pprune`` the (fixed)
@@ -46,7 +46,7 @@ def grow_move(rng, t, data, prior, ps, scratch_p, log_pgrow_t, log_pprune):
     e = ti[k, END]
     v, c, n_cuts = draw_split_rule(rng, data, t.perm, s, e, scratch_p)
     code_v = data.codes[v]
-    n_left, wa, sa, wb, sb = split_suff(ps.r, ps.w, t.perm, s, e, code_v, c, ps.threads)
+    n_left, wa, sa, wb, sb = split_suff(pseudo.r, pseudo.w, t.perm, s, e, code_v, c, pseudo.threads)
     lwa = side_log_avail(data, t.perm, s, e, code_v, c, True, n_left)
     lwb = side_log_avail(data, t.perm, s, e, code_v, c, False, e - s - n_left)
     # prunable nodes of the grown tree: k joins them; its parent, if it was one, no longer is
@@ -62,7 +62,7 @@ def grow_move(rng, t, data, prior, ps, scratch_p, log_pgrow_t, log_pprune):
 
 
 @numba.njit(cache=True, nogil=True)
-def prune_move(rng, t, prior, ps, log_pgrow, log_pprune):
+def prune_move(rng, t, prior, pseudo, log_pgrow, log_pprune):
     """Propose collapsing a node whose children are leaves into a leaf; accept with the MH ratio."""
     nog = count_nodes(t, NOG)
     k = random_node(rng, t, NOG)
@@ -75,8 +75,8 @@ def prune_move(rng, t, prior, ps, log_pgrow, log_pprune):
             g_new -= 1
     # the reverse grow starts from the pruned tree; a root-only tree grows with probability 1
     log_pgrow_new = 0.0 if k == 0 else log_pgrow
-    log_r = -split_log_ratio(t, prior, ps, k) + (log_pgrow_new - math.log(g_new)) - (log_pprune - math.log(nog))
+    log_r = -split_log_ratio(t, prior, pseudo, k) + (log_pgrow_new - math.log(g_new)) - (log_pprune - math.log(nog))
     if math.log(rng.random()) < log_r:
-        collapse(t, k, ps.threads)
+        collapse(t, k, pseudo.threads)
         return True
     return False

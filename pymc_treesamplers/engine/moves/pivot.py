@@ -97,7 +97,7 @@ def apply_pivot(t, data, V, C, S, L, end, idx, V2, C2):
 
 
 @numba.njit(cache=True, nogil=True)
-def pivot_move(rng, t, data, prior, ps, seq, bk):
+def pivot_move(rng, t, data, prior, pseudo, seq, bk):
     """One pivot Metropolis-Hastings step; returns True if the tree changed.
 
     ``seq``: a :class:`.preorder.SeqScratch`; ``bk``: a :class:`~pymc_treesamplers.engine.records.Backup`.
@@ -108,9 +108,9 @@ def pivot_move(rng, t, data, prior, ps, seq, bk):
     if n_moves == 0:
         return False
     L2 = apply_pivot(t, data, V, C, order, L, end, rng.integers(0, n_moves), V2, C2)
-    log_ratio = math.log(n_moves) - subtree_log_post(t, prior, ps, ROOT, order, top_rule=TRUE, split_probs=TRUE)
+    log_ratio = math.log(n_moves) - subtree_log_post(t, prior, pseudo, ROOT, order, top_rule=TRUE, split_probs=TRUE)
     n_old = t.nn[0]
-    log_ratio += propose_rebuild(t, data, prior, ps, seq, bk, L2)  # finite: a pivot empties no side
+    log_ratio += propose_rebuild(t, data, prior, pseudo, seq, bk, L2)  # finite: a pivot empties no side
     L3 = encode_preorder(t, V, C, order)
     span_ends(V, L3, end2)
     log_ratio -= math.log(count_pivots(t, data, V, C, order, L3, end2))

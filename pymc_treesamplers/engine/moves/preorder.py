@@ -130,7 +130,7 @@ def rebuild(t, data, V, C, L, stack):
 
 
 @numba.njit(cache=True, nogil=True)
-def propose_rebuild(t, data, prior, ps, seq, bk, L2):
+def propose_rebuild(t, data, prior, pseudo, seq, bk, L2):
     """Back the tree up and rebuild it from the sequence ``seq.V2, seq.C2`` of length ``L2``.
 
     Returns the new tree's log posterior (:func:`~pymc_treesamplers.engine.tree.subtree_log_post`), or
@@ -139,7 +139,7 @@ def propose_rebuild(t, data, prior, ps, seq, bk, L2):
     backup(t, ROOT, bk)
     if not rebuild(t, data, seq.V2, seq.C2, L2, seq.order):
         return NEG_INF
-    return subtree_log_post(t, prior, ps, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
+    return subtree_log_post(t, prior, pseudo, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -28,7 +28,7 @@ def relabel_gibbs(rng, t, data, order):
     if k < 0:
         return False
     ti = t.ints
-    pj = t.perm
+    perm = t.perm
     codes = data.codes
     wsplit = data.wsplit
     a = ti[k, LEFT]
@@ -40,8 +40,8 @@ def relabel_gibbs(rng, t, data, order):
         for v in range(codes.shape[0]):
             if wsplit[v] <= 0.0:
                 continue
-            mn_a, mx_a = code_range(codes[v], pj, ti[a, START], ti[a, END])
-            mn_b, mx_b = code_range(codes[v], pj, ti[b, START], ti[b, END])
+            mn_a, mx_a = code_range(codes[v], perm, ti[a, START], ti[a, END])
+            mn_b, mx_b = code_range(codes[v], perm, ti[b, START], ti[b, END])
             # the node's valid cuts of v: [min, max) over all its rows
             n_cuts = max(mx_a, mx_b) - min(mn_a, mn_b)
             wt = wsplit[v] / n_cuts if n_cuts > 0 else 0.0

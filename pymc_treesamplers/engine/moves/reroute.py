@@ -214,7 +214,7 @@ def _collapse_back_removes_insertions(t, data, seq, rs, n_ins):
 
 
 @numba.njit(cache=True, nogil=True)
-def reroute_move(rng, t, data, prior, ps, seq, rs, scratch_p):
+def reroute_move(rng, t, data, prior, pseudo, seq, rs, scratch_p):
     """One collapse or expand (a fair coin) at a uniformly chosen internal node; MH accept. Returns
     True if the tree changed. ``seq``: a :class:`.preorder.SeqScratch`."""
     n_int = count_nodes(t, INTERNAL)
@@ -240,8 +240,8 @@ def reroute_move(rng, t, data, prior, ps, seq, rs, scratch_p):
     else:
         log_q = _reverse_expand_log_q(t, prior, seq, rs, iu)
     log_ratio = (
-        subtree_log_post(prop, prior, ps, ROOT, rs.order, TRUE, TRUE)
-        - subtree_log_post(t, prior, ps, ROOT, rs.order, TRUE, TRUE)
+        subtree_log_post(prop, prior, pseudo, ROOT, rs.order, TRUE, TRUE)
+        - subtree_log_post(t, prior, pseudo, ROOT, rs.order, TRUE, TRUE)
         + math.log(n_int)
         - math.log(count_nodes(prop, INTERNAL))
         + t.floats[u, RULELP]

@@ -70,15 +70,15 @@ def new_restructure_scratch(p: int, n: int) -> RestructureScratch:
 
 
 @numba.njit(cache=True, nogil=True)
-def _group_ranges(t, data, sk):
-    """Number the leaves of ``t`` in preorder as groups ``0..L-1`` (``sk.gorder[g]`` is group ``g``)
+def _group_ranges(t, data, sampler):
+    """Number the leaves of ``t`` in preorder as groups ``0..L-1`` (``sampler.gorder[g]`` is group ``g``)
     with their code ranges; each node's groups are the segment ``[seg_lo, seg_hi)``. Returns L."""
     ti = t.ints
-    nn = subtree_nodes(ti, ROOT, sk.order)
+    nn = subtree_nodes(ti, ROOT, sampler.order)
     p = data.codes.shape[0]
     g = 0
     for q in range(nn):
-        u = sk.order[q]
+        u = sampler.order[q]
         if ti[u, LEFT] >= 0:
             continue
         for v in range(p):
@@ -91,82 +91,82 @@ def _group_ranges(t, data, sk):
                     mn = c
                 elif c > mx:
                     mx = c
-            sk.gmin[g, v] = mn
-            sk.gmax[g, v] = mx
-        sk.gorder[g] = g
-        sk.seg_lo[u] = g
-        sk.seg_hi[u] = g + 1
+            sampler.gmin[g, v] = mn
+            sampler.gmax[g, v] = mx
+        sampler.gorder[g] = g
+        sampler.seg_lo[u] = g
+        sampler.seg_hi[u] = g + 1
         g += 1
     for q in range(nn - 1, -1, -1):  # reverse preorder: children before parents
-        u = sk.order[q]
+        u = sampler.order[q]
         if ti[u, LEFT] >= 0:
-            sk.seg_lo[u] = sk.seg_lo[ti[u, LEFT]]
-            sk.seg_hi[u] = sk.seg_hi[ti[u, RIGHT]]
+            sampler.seg_lo[u] = sampler.seg_lo[ti[u, LEFT]]
+            sampler.seg_hi[u] = sampler.seg_hi[ti[u, RIGHT]]
     return g
 
 
 @numba.njit(cache=True, nogil=True)
-def _free_cuts(sk, a, b, v):
+def _free_cuts(sampler, a, b, v):
     """For the groups ``gorder[a:b]`` and variable ``v``: ``(count, mn, mx)``, the number of cuts in
     ``[mn, mx)`` that no group's range ``[gmin, gmax)`` contains; the merged, sorted ranges are left
     in ``slo[:k], shi[:k]`` (``k`` returned in ``cover[v]``)."""
     k = 0
     for q in range(a, b):
-        g = sk.gorder[q]
-        lo = sk.gmin[g, v]
-        hi = sk.gmax[g, v]
+        g = sampler.gorder[q]
+        lo = sampler.gmin[g, v]
+        hi = sampler.gmax[g, v]
         # insertion by lower end
         r = k
-        while r > 0 and sk.slo[r - 1] > lo:
-            sk.slo[r] = sk.slo[r - 1]
-            sk.shi[r] = sk.shi[r - 1]
+        while r > 0 and sampler.slo[r - 1] > lo:
+            sampler.slo[r] = sampler.slo[r - 1]
+            sampler.shi[r] = sampler.shi[r - 1]
             r -= 1
-        sk.slo[r] = lo
-        sk.shi[r] = hi
+        sampler.slo[r] = lo
+        sampler.shi[r] = hi
         k += 1
-    mn = sk.slo[0]
-    mx = sk.shi[0]
+    mn = sampler.slo[0]
+    mx = sampler.shi[0]
     # merge overlapping ranges in place; covered cuts are [lo, hi) of each merged range
     m = 0
     for r in range(1, k):
-        if sk.shi[r] > mx:
-            mx = sk.shi[r]
-        if sk.slo[r] < sk.shi[m]:
-            if sk.shi[r] > sk.shi[m]:
-                sk.shi[m] = sk.shi[r]
+        if sampler.shi[r] > mx:
+            mx = sampler.shi[r]
+        if sampler.slo[r] < sampler.shi[m]:
+            if sampler.shi[r] > sampler.shi[m]:
+                sampler.shi[m] = sampler.shi[r]
         else:
             m += 1
-            sk.slo[m] = sk.slo[r]
-            sk.shi[m] = sk.shi[r]
+            sampler.slo[m] = sampler.slo[r]
+            sampler.shi[m] = sampler.shi[r]
     covered = 0
     for r in range(m + 1):
-        covered += sk.shi[r] - sk.slo[r]
-    sk.cover[v] = m + 1
+        covered += sampler.shi[r] - sampler.slo[r]
+    sampler.cover[v] = m + 1
     return (mx - mn) - covered, mn, mx
 
 
 @numba.njit(cache=True, nogil=True)
-def _log_mass(sk, data, a, b):
+def _log_mass(sampler, data, a, b):
     """Log of the summed prior probability of the group-keeping rules of a node holding the groups
-    ``gorder[a:b]`` (two or more); ``sk.mass[v]`` gets each variable's share."""
+    ``gorder[a:b]`` (two or more); ``sampler.mass[v]`` gets each variable's share."""
     p = data.codes.shape[0]
     total_w = 0.0
     total = 0.0
     for v in range(p):
-        sk.mass[v] = 0.0
+        sampler.mass[v] = 0.0
         if data.wsplit[v] <= 0.0:
             continue
-        free, mn, mx = _free_cuts(sk, a, b, v)
+        free, mn, mx = _free_cuts(sampler, a, b, v)
         if mx > mn:
             total_w += data.wsplit[v]
             if free > 0:
-                sk.mass[v] = data.wsplit[v] * free / (mx - mn)
-                total += sk.mass[v]
+                sampler.mass[v] = data.wsplit[v] * free / (mx - mn)
+                total += sampler.mass[v]
     return math.log(total / total_w)
 
 
 @numba.njit(cache=True, nogil=True)
-def _tree_log_r(t, data, prior, sk):
+def _tree_log_r(t, data, prior, sampler):
     """``log R(t)`` of the module docstring, for a tree whose groups :func:`_group_ranges` numbered."""
     ti = t.ints
     out = 0.0
@@ -175,93 +175,93 @@ def _tree_log_r(t, data, prior, sk):
         if ti[u, LEFT] < 0:
             out += leaf_log_prior(prior, d, t.floats[u, LWAVAIL])
         else:
-            out += log_psplit(prior, d) + _log_mass(sk, data, sk.seg_lo[u], sk.seg_hi[u])
+            out += log_psplit(prior, d) + _log_mass(sampler, data, sampler.seg_lo[u], sampler.seg_hi[u])
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _draw_rule(rng, sk, data, a, b):
+def _draw_rule(rng, sampler, data, a, b):
     """A group-keeping rule ``(v, cut, n_cuts)`` for the groups ``gorder[a:b]`` with probability
-    proportional to its prior (``sk.mass`` from :func:`_log_mass`)."""
+    proportional to its prior (``sampler.mass`` from :func:`_log_mass`)."""
     p = data.codes.shape[0]
     total = 0.0
     for v in range(p):
-        total += sk.mass[v]
+        total += sampler.mass[v]
     x = rng.random() * total
     v = -1
     for w in range(p):
-        if sk.mass[w] > 0.0:
+        if sampler.mass[w] > 0.0:
             v = w  # the last variable with mass takes what rounding leaves over
-            if x < sk.mass[w]:
+            if x < sampler.mass[w]:
                 break
-            x -= sk.mass[w]
-    free, mn, mx = _free_cuts(sk, a, b, v)
+            x -= sampler.mass[w]
+    free, mn, mx = _free_cuts(sampler, a, b, v)
     k = rng.integers(0, free)
     # the k-th cut of [mn, mx) outside the merged ranges slo/shi (sorted, disjoint)
     c = mn
-    for r in range(sk.cover[v]):
-        gap = sk.slo[r] - c
+    for r in range(sampler.cover[v]):
+        gap = sampler.slo[r] - c
         if k < gap:
             return v, c + k, mx - mn
         k -= gap
-        c = sk.shi[r]
+        c = sampler.shi[r]
     return v, c + k, mx - mn
 
 
 @numba.njit(cache=True, nogil=True)
-def _propose(rng, t, data, prior, sk, L):
-    """Build the proposal in ``sk.prop`` from the groups of ``t``; returns its ``log R``."""
-    new = sk.prop
+def _propose(rng, t, data, prior, sampler, L):
+    """Build the proposal in ``sampler.prop`` from the groups of ``t``; returns its ``log R``."""
+    new = sampler.prop
     copy_perm(t, new)
     set_leaf(new, ROOT, NO_NODE, ROOT, ROOT, NODE_INT(t.perm.shape[0]), t.floats[ROOT, LWAVAIL])
     new.nn[0] = 1
-    sk.seg_lo[0] = 0
-    sk.seg_hi[0] = L
+    sampler.seg_lo[0] = 0
+    sampler.seg_hi[0] = L
     ni = new.ints
     out = 0.0
     u = 0
     while u < new.nn[0]:
-        a = sk.seg_lo[u]
-        b = sk.seg_hi[u]
+        a = sampler.seg_lo[u]
+        b = sampler.seg_hi[u]
         d = ni[u, DEPTH]
         if b - a == 1:
             out += leaf_log_prior(prior, d, new.floats[u, LWAVAIL])
         else:
-            out += log_psplit(prior, d) + _log_mass(sk, data, a, b)
-            v, cut, n_cuts = _draw_rule(rng, sk, data, a, b)
+            out += log_psplit(prior, d) + _log_mass(sampler, data, a, b)
+            v, cut, n_cuts = _draw_rule(rng, sampler, data, a, b)
             split_leaf(new, u, v, cut, n_cuts, data)
             # groups below the cut first, in place
             lo = a
             hi = b - 1
             while lo <= hi:
-                if sk.gmax[sk.gorder[lo], v] <= cut:
+                if sampler.gmax[sampler.gorder[lo], v] <= cut:
                     lo += 1
                 else:
-                    tmp = sk.gorder[lo]
-                    sk.gorder[lo] = sk.gorder[hi]
-                    sk.gorder[hi] = tmp
+                    tmp = sampler.gorder[lo]
+                    sampler.gorder[lo] = sampler.gorder[hi]
+                    sampler.gorder[hi] = tmp
                     hi -= 1
             left = ni[u, LEFT]
             right = ni[u, RIGHT]
-            sk.seg_lo[left] = a
-            sk.seg_hi[left] = lo
-            sk.seg_lo[right] = lo
-            sk.seg_hi[right] = b
+            sampler.seg_lo[left] = a
+            sampler.seg_hi[left] = lo
+            sampler.seg_lo[right] = lo
+            sampler.seg_hi[right] = b
         u += 1
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def restructure_move(rng, t, data, prior, sk):
+def restructure_move(rng, t, data, prior, sampler):
     """One restructure proposal for tree ``t`` (module docstring); True if accepted (``t`` then
     holds the new tree, nodes and row order)."""
-    L = _group_ranges(t, data, sk)
+    L = _group_ranges(t, data, sampler)
     if L < 2:
         return False
-    old = _tree_log_r(t, data, prior, sk)
-    new = _propose(rng, t, data, prior, sk, L)
+    old = _tree_log_r(t, data, prior, sampler)
+    new = _propose(rng, t, data, prior, sampler, L)
     if math.log(rng.random()) < new - old:
-        copy_nodes(sk.prop, t)
-        copy_perm(sk.prop, t)
+        copy_nodes(sampler.prop, t)
+        copy_perm(sampler.prop, t)
         return True
     return False

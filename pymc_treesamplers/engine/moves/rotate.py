@@ -134,7 +134,7 @@ def _down(V, C, L, end, q, side, V2, C2):
 
 
 @numba.njit(cache=True, nogil=True)
-def rotate_move(rng, t, data, prior, ps, seq, bk):
+def rotate_move(rng, t, data, prior, pseudo, seq, bk):
     """One rotate Metropolis-Hastings step; returns True if the tree changed.
 
     ``seq``: a :class:`.preorder.SeqScratch`; ``bk``: a :class:`~pymc_treesamplers.engine.records.Backup`.
@@ -151,7 +151,7 @@ def rotate_move(rng, t, data, prior, ps, seq, bk):
     log_ratio = (
         math.log(n_moves)
         - math.log(count_moves(V2, C2, L2, end2))
-        - subtree_log_post(t, prior, ps, ROOT, order, top_rule=TRUE, split_probs=TRUE)
+        - subtree_log_post(t, prior, pseudo, ROOT, order, top_rule=TRUE, split_probs=TRUE)
     )
     n_old = t.nn[0]
-    return keep_or_restore(rng, t, bk, n_old, log_ratio + propose_rebuild(t, data, prior, ps, seq, bk, L2))
+    return keep_or_restore(rng, t, bk, n_old, log_ratio + propose_rebuild(t, data, prior, pseudo, seq, bk, L2))

@@ -55,7 +55,7 @@ def _index_of(order, L, slot):
 
 
 @numba.njit(cache=True, nogil=True)
-def delete_move(rng, t, data, prior, ps, seq, bk):
+def delete_move(rng, t, data, prior, pseudo, seq, bk):
     """Delete a uniformly chosen internal node, keeping one child's subtree (a fair coin); MH accept.
     Returns True if the tree changed."""
     n_int = count_nodes(t, INTERNAL)
@@ -71,7 +71,7 @@ def delete_move(rng, t, data, prior, ps, seq, bk):
         # of the kernels that use these moves), never the insert that would reverse this
         return False
     log_q_rev = t.floats[u, RULELP] + subtree_log_prior(t, prior, gone, seq.order)
-    old = subtree_log_post(t, prior, ps, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
+    old = subtree_log_post(t, prior, pseudo, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
     V, C, end, V2, C2 = seq.V, seq.C, seq.end, seq.V2, seq.C2
     L = encode_with_spans(t, seq)
     iu = _index_of(seq.order, L, u)
@@ -80,13 +80,13 @@ def delete_move(rng, t, data, prior, ps, seq, bk):
     o = copy_span(V, C, a, end[a], V2, C2, o) if keep_left else copy_span(V, C, end[a], end[iu], V2, C2, o)
     L2 = copy_span(V, C, end[iu], L, V2, C2, o)
     n_old = t.nn[0]
-    new = propose_rebuild(t, data, prior, ps, seq, bk, L2)
+    new = propose_rebuild(t, data, prior, pseudo, seq, bk, L2)
     log_ratio = new - old + log_q_rev - math.log(t.nn[0]) + math.log(n_int)
     return keep_or_restore(rng, t, bk, n_old, log_ratio)
 
 
 @numba.njit(cache=True, nogil=True)
-def insert_move(rng, t, data, prior, ps, seq, bk, scratch_p):
+def insert_move(rng, t, data, prior, pseudo, seq, bk, scratch_p):
     """Insert a node with a prior rule above a uniformly chosen node, that node's subtree on one
     side (a fair coin) and a subtree grown from the prior on the other; MH accept. Returns True if
     the tree changed."""
@@ -97,7 +97,7 @@ def insert_move(rng, t, data, prior, ps, seq, bk, scratch_p):
     if v < 0:
         return False
     a_left = rng.random() < 0.5
-    old = subtree_log_post(t, prior, ps, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
+    old = subtree_log_post(t, prior, pseudo, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
     V, C, end, V2, C2 = seq.V, seq.C, seq.end, seq.V2, seq.C2
     L = encode_with_spans(t, seq)
     ik = _index_of(seq.order, L, k)
@@ -112,7 +112,7 @@ def insert_move(rng, t, data, prior, ps, seq, bk, scratch_p):
     L2 = copy_span(V, C, end[ik], L, V2, C2, o)
     if L2 > 2 * t.perm.shape[0] - 1:
         return False
-    new = propose_rebuild(t, data, prior, ps, seq, bk, L2)
+    new = propose_rebuild(t, data, prior, pseudo, seq, bk, L2)
     if new == NEG_INF:
         return keep_or_restore(rng, t, bk, n_all, NEG_INF)
     # the new node sits at preorder index ik; grow its fresh side from the tree prior
@@ -120,6 +120,6 @@ def insert_move(rng, t, data, prior, ps, seq, bk, scratch_p):
     w = seq.order[ik]
     b = ti[w, RIGHT] if a_left else ti[w, LEFT]
     log_q = t.floats[w, RULELP] + grow_from_prior(rng, t, data, prior, b, scratch_p)
-    new = subtree_log_post(t, prior, ps, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
+    new = subtree_log_post(t, prior, pseudo, ROOT, seq.order, top_rule=TRUE, split_probs=TRUE)
     log_ratio = new - old - math.log(count_nodes(t, INTERNAL)) - log_q + math.log(n_all)
     return keep_or_restore(rng, t, bk, n_all, log_ratio)

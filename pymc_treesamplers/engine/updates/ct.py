@@ -101,7 +101,7 @@ def _rows_differ(codes, wsplit, i1, i2):
 
 
 @numba.njit(cache=True, nogil=True)
-def leaf_births(t, k, data, prior, ps, bs, out):
+def leaf_births(t, k, data, prior, pseudo, bs, out):
     """Total birth rate of leaf ``k``; ``out`` = ``RATES_SUM`` (that only), ``RATES`` (also
     ``bs.R[v, c]`` = rate of each birth) or ``LOG_RATIOS`` (``bs.R[v, c] = log pi(T + (v, c)) -
     log pi(T)`` for every valid split; returns their maximum). The last is used on a node whose
@@ -115,21 +115,21 @@ def leaf_births(t, k, data, prior, ps, bs, out):
     codes = data.codes
     wsplit = data.wsplit
     ti = t.ints
-    pj = t.perm
+    perm = t.perm
     lwk = t.floats[k, LWAVAIL]
     if lwk == NEG_INF:
         return 0.0
     s = ti[k, START]
     e = ti[k, END]
     d = ti[k, DEPTH]
-    W, S = leaf_suff(ps, pj, s, e)
+    W, S = leaf_suff(pseudo, perm, s, e)
     base = log_psplit(prior, d) - log1m_psplit(prior, d) - leaf_loglik(prior, W, S)
     leaf_split = log1m_psplit(prior, d + 1)  # prior factor of a child that could split
     total = 0.0 if out != LOG_RATIOS else NEG_INF
     for v in range(codes.shape[0]):
         if wsplit[v] <= 0.0:
             continue
-        mn, mx = code_range(codes[v], pj, s, e)
+        mn, mx = code_range(codes[v], perm, s, e)
         if mx == mn:
             continue
         for c in range(mn, mx + 1):
@@ -138,11 +138,11 @@ def leaf_births(t, k, data, prior, ps, bs, out):
             rep[c] = -1
             mixed[c] = False
         for q in range(s, e):
-            i = pj[q]
+            i = perm[q]
             c = codes[v, i]
-            wi = row_weight(ps.w, i)
+            wi = row_weight(pseudo.w, i)
             hw[c] += wi
-            hs[c] += wi * ps.r[i]
+            hs[c] += wi * pseudo.r[i]
             if rep[c] < 0:
                 rep[c] = i
             elif not mixed[c] and _rows_differ(codes, wsplit, rep[c], i):
@@ -194,16 +194,16 @@ def leaf_births(t, k, data, prior, ps, bs, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def death_rate(t, k, prior, ps):
+def death_rate(t, k, prior, pseudo):
     """Rate of turning node ``k`` (both children leaves) back into a leaf."""
-    delta = -split_log_ratio(t, prior, ps, k) - t.floats[k, RULELP]
+    delta = -split_log_ratio(t, prior, pseudo, k) - t.floats[k, RULELP]
     return 1.0 if delta >= 0.0 else math.exp(delta)
 
 
 @numba.njit(cache=True, nogil=True)
-def _pick_rule(rng, data, pj, s, e, R, total):
+def _pick_rule(rng, data, perm, s, e, R, total):
     """``(v, c, n_cuts)`` drawn in proportion to the weights ``R[v, c]`` (summing to ``total``) of
-    the valid rules of the rows ``pj[s:e]``."""
+    the valid rules of the rows ``perm[s:e]``."""
     target = rng.random() * total
     v_pick = -1
     c_pick = -1
@@ -211,7 +211,7 @@ def _pick_rule(rng, data, pj, s, e, R, total):
     for v in range(data.codes.shape[0]):
         if data.wsplit[v] <= 0.0:
             continue
-        mn, mx = code_range(data.codes[v], pj, s, e)
+        mn, mx = code_range(data.codes[v], perm, s, e)
         for c in range(mn, mx):
             v_pick = v  # the last valid rule absorbs rounding at the top end
             c_pick = c
@@ -223,15 +223,15 @@ def _pick_rule(rng, data, pj, s, e, R, total):
 
 
 @numba.njit(cache=True, nogil=True)
-def _birth(rng, t, k, data, prior, ps, bs):
+def _birth(rng, t, k, data, prior, pseudo, bs):
     """Split leaf ``k`` by a ``(v, c)`` drawn in proportion to its birth rate."""
-    total = leaf_births(t, k, data, prior, ps, bs, RATES)
+    total = leaf_births(t, k, data, prior, pseudo, bs, RATES)
     v, c, n_cuts = _pick_rule(rng, data, t.perm, t.ints[k, START], t.ints[k, END], bs.R, total)
     split_leaf(t, k, v, c, n_cuts, data)
 
 
 @numba.njit(cache=True, nogil=True)
-def nog_rule_gibbs(rng, t, data, prior, ps, bs, order):
+def nog_rule_gibbs(rng, t, data, prior, pseudo, bs, order):
     """Redraw the rule of a uniformly chosen node whose children are leaves from its full conditional.
 
     Every valid ``(v, c)`` of the node is weighted by the posterior of the tree carrying it (rule
@@ -244,7 +244,7 @@ def nog_rule_gibbs(rng, t, data, prior, ps, bs, order):
         return False
     ti, R = t.ints, bs.R
     s, e = ti[k, START], ti[k, END]
-    top = leaf_births(t, k, data, prior, ps, bs, LOG_RATIOS)
+    top = leaf_births(t, k, data, prior, pseudo, bs, LOG_RATIOS)
     total = 0.0
     for v in range(data.codes.shape[0]):
         if data.wsplit[v] > 0.0:
@@ -283,16 +283,16 @@ def _death(t, k, B, Dr, threads):
 
 
 @numba.njit(cache=True, nogil=True)
-def _init_rates(t, data, prior, ps, cs):
+def _init_rates(t, data, prior, pseudo, cs):
     B = cs.birth_rate
     Dr = cs.death_rate
     for k in range(t.nn[0]):
         B[k] = 0.0
         Dr[k] = 0.0
         if t.ints[k, LEFT] < 0:
-            B[k] = leaf_births(t, k, data, prior, ps, cs.births, RATES_SUM)
+            B[k] = leaf_births(t, k, data, prior, pseudo, cs.births, RATES_SUM)
         elif is_nog(t.ints, k):
-            Dr[k] = death_rate(t, k, prior, ps)
+            Dr[k] = death_rate(t, k, prior, pseudo)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -304,7 +304,7 @@ def _total_rate(t, cs):
 
 
 @numba.njit(cache=True, nogil=True)
-def _jump(rng, lam, t, data, prior, ps, cs):
+def _jump(rng, lam, t, data, prior, pseudo, cs):
     """Make one jump, chosen in proportion to its rate (``lam`` = total); keeps the caches right."""
     B = cs.birth_rate
     Dr = cs.death_rate
@@ -324,41 +324,41 @@ def _jump(rng, lam, t, data, prior, ps, cs):
             if target < 0.0:
                 break
     if is_birth:
-        _birth(rng, t, k_pick, data, prior, ps, bs)
+        _birth(rng, t, k_pick, data, prior, pseudo, bs)
         a = ti[k_pick, LEFT]
         b = ti[k_pick, RIGHT]
         B[k_pick] = 0.0
-        Dr[k_pick] = death_rate(t, k_pick, prior, ps)
-        B[a] = leaf_births(t, a, data, prior, ps, bs, RATES_SUM)
-        B[b] = leaf_births(t, b, data, prior, ps, bs, RATES_SUM)
+        Dr[k_pick] = death_rate(t, k_pick, prior, pseudo)
+        B[a] = leaf_births(t, a, data, prior, pseudo, bs, RATES_SUM)
+        B[b] = leaf_births(t, b, data, prior, pseudo, bs, RATES_SUM)
         Dr[a] = 0.0
         Dr[b] = 0.0
         par = ti[k_pick, PARENT]
         if par >= 0:
             Dr[par] = 0.0
     else:
-        k = _death(t, k_pick, B, Dr, ps.threads)
-        B[k] = leaf_births(t, k, data, prior, ps, bs, RATES_SUM)
+        k = _death(t, k_pick, B, Dr, pseudo.threads)
+        B[k] = leaf_births(t, k, data, prior, pseudo, bs, RATES_SUM)
         Dr[k] = 0.0
         par = ti[k, PARENT]
         if par >= 0 and is_nog(ti, par):
-            Dr[par] = death_rate(t, par, prior, ps)
+            Dr[par] = death_rate(t, par, prior, pseudo)
 
 
 @numba.njit(cache=True, nogil=True)
-def birth_death(rng, t, data, prior, ps, cs):
+def birth_death(rng, t, data, prior, pseudo, cs):
     """Run the birth-death process for time ``cs.horizon``; returns ``(jumps, total rate at start)``.
 
     ``horizon < 0`` is jump mode: exactly one jump (none if no move is possible), and the second
     value is the total rate of the state *after* it, whose inverse is that state's expected
     holding time (the Rao-Blackwellised weight of the draw).
     """
-    _init_rates(t, data, prior, ps, cs)
+    _init_rates(t, data, prior, pseudo, cs)
     lam = _total_rate(t, cs)
     if cs.horizon < 0.0:
         if lam <= 0.0:
             return 0, 0.0
-        _jump(rng, lam, t, data, prior, ps, cs)
+        _jump(rng, lam, t, data, prior, pseudo, cs)
         return 1, _total_rate(t, cs)
     rate0 = lam
     time = 0.0
@@ -367,7 +367,7 @@ def birth_death(rng, t, data, prior, ps, cs):
         time += -math.log(1.0 - rng.random()) / lam
         if time > cs.horizon:
             break
-        _jump(rng, lam, t, data, prior, ps, cs)
+        _jump(rng, lam, t, data, prior, pseudo, cs)
         jumps += 1
         lam = _total_rate(t, cs)
     return jumps, rate0
@@ -375,7 +375,7 @@ def birth_death(rng, t, data, prior, ps, cs):
 
 @register_update(CTScratch)
 @numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
-def ct_update(rng, j, t, data, prior, ps, cs):
+def ct_update(rng, j, t, data, prior, pseudo, cs):
     """Birth-death for time ``horizon`` on tree ``j``, then ``n_rotate`` rotate moves each with a
     pivot move (the rotation rotate cannot make because a copy would be empty), then ``n_change``
     rounds of rule moves (one CGM change move, an exact MH redraw of any node's rule; an exact Gibbs
@@ -390,20 +390,20 @@ def ct_update(rng, j, t, data, prior, ps, cs):
     if (cs.n_rotate > 0 or cs.n_change > 0) and rng.random() < 0.5:
         for _ in range(cs.n_change):
             relabel_gibbs(rng, t, data, cs.mb.order)
-            nog_rule_gibbs(rng, t, data, prior, ps, cs.births, cs.mb.order)
-            change_move(rng, t, data, prior, ps, cs.mb)
+            nog_rule_gibbs(rng, t, data, prior, pseudo, cs.births, cs.mb.order)
+            change_move(rng, t, data, prior, pseudo, cs.mb)
         for _ in range(cs.n_rotate):
-            pivot_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
-            rotate_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
-        jumps, rate = birth_death(rng, t, data, prior, ps, cs)
+            pivot_move(rng, t, data, prior, pseudo, cs.seq, cs.mb.bk)
+            rotate_move(rng, t, data, prior, pseudo, cs.seq, cs.mb.bk)
+        jumps, rate = birth_death(rng, t, data, prior, pseudo, cs)
     else:
-        jumps, rate = birth_death(rng, t, data, prior, ps, cs)
+        jumps, rate = birth_death(rng, t, data, prior, pseudo, cs)
         for _ in range(cs.n_rotate):
-            rotate_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
-            pivot_move(rng, t, data, prior, ps, cs.seq, cs.mb.bk)
+            rotate_move(rng, t, data, prior, pseudo, cs.seq, cs.mb.bk)
+            pivot_move(rng, t, data, prior, pseudo, cs.seq, cs.mb.bk)
         for _ in range(cs.n_change):
-            change_move(rng, t, data, prior, ps, cs.mb)
-            nog_rule_gibbs(rng, t, data, prior, ps, cs.births, cs.mb.order)
+            change_move(rng, t, data, prior, pseudo, cs.mb)
+            nog_rule_gibbs(rng, t, data, prior, pseudo, cs.births, cs.mb.order)
             relabel_gibbs(rng, t, data, cs.mb.order)
     cs.jumps[j] = jumps
     cs.rate[j] = rate

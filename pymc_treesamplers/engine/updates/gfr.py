@@ -19,8 +19,8 @@ variable's cuts one pass over the node's rows, and all cuts between two adjacent
 share one likelihood. The sweep runs through the one backfitting driver like any tree update
 (registered for :class:`GFRScratch`); the driver then draws the new tree's leaves from their conditional.
 
->>> sk = new_gfr_scratch(np.array([[0, 3, 1]], dtype=np.uint16))
->>> sk.opts.n_particles, sk.opts.proposal == PROPOSAL_OPTIMAL
+>>> sampler = new_gfr_scratch(np.array([[0, 3, 1]], dtype=np.uint16))
+>>> sampler.opts.n_particles, sampler.opts.proposal == PROPOSAL_OPTIMAL
 (1, True)
 """
 
@@ -67,11 +67,11 @@ def new_gfr_scratch(codes: np.ndarray) -> GFRScratch:
 
 @register_update(GFRScratch)
 @numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
-def gfr_update(rng, j, t, data, prior, ps, sk):
+def gfr_update(rng, j, t, data, prior, pseudo, sampler):
     """Replace tree ``j`` by one grown from its root (module docstring); returns 1 (the tree is new)."""
-    P = sk.particles
-    smc_init(P, 1, t, prior, ps)
-    stages, _ = smc_run(rng, sk.opts, FALSE, t, P, data, prior, ps, sk.proposals)
+    P = sampler.particles
+    smc_init(P, 1, t, prior, pseudo)
+    stages, _ = smc_run(rng, sampler.opts, FALSE, t, P, data, prior, pseudo, sampler.proposals)
     if stages < 0:
         return GFR_FAILED
     adopt_particle(P, 0, t)

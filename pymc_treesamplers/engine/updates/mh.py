@@ -30,24 +30,24 @@ def new_mh_scratch(probs, p: int, n: int, m: int) -> MHScratch:
 
 @register_update(MHScratch)
 @numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
-def mh_update(rng, j, t, data, prior, ps, sk):
+def mh_update(rng, j, t, data, prior, pseudo, sampler):
     """One MH proposal for tree ``j``; returns 1 if accepted. A root-only tree proposes a grow with
-    probability 1; every other tree draws the move type from ``sk.probs``."""
-    probs = sk.probs
+    probability 1; every other tree draws the move type from ``sampler.probs``."""
+    probs = sampler.probs
     if t.ints[0, LEFT] < 0:
-        sk.moves[j] = MOVE_GROW
-        return int(grow_move(rng, t, data, prior, ps, sk.mb.scratch_p, 0.0, math.log(probs[1])))
+        sampler.moves[j] = MOVE_GROW
+        return int(grow_move(rng, t, data, prior, pseudo, sampler.mb.scratch_p, 0.0, math.log(probs[1])))
     u = rng.random()
     if u < probs[0]:
-        sk.moves[j] = MOVE_GROW
-        return int(grow_move(rng, t, data, prior, ps, sk.mb.scratch_p, math.log(probs[0]), math.log(probs[1])))
+        sampler.moves[j] = MOVE_GROW
+        return int(grow_move(rng, t, data, prior, pseudo, sampler.mb.scratch_p, math.log(probs[0]), math.log(probs[1])))
     u -= probs[0]
     if u < probs[1]:
-        sk.moves[j] = MOVE_PRUNE
-        return int(prune_move(rng, t, prior, ps, math.log(probs[0]), math.log(probs[1])))
+        sampler.moves[j] = MOVE_PRUNE
+        return int(prune_move(rng, t, prior, pseudo, math.log(probs[0]), math.log(probs[1])))
     u -= probs[1]
     if u < probs[2]:
-        sk.moves[j] = MOVE_CHANGE
-        return int(change_move(rng, t, data, prior, ps, sk.mb))
-    sk.moves[j] = MOVE_SWAP
-    return int(swap_move(rng, t, data, prior, ps, sk.mb))
+        sampler.moves[j] = MOVE_CHANGE
+        return int(change_move(rng, t, data, prior, pseudo, sampler.mb))
+    sampler.moves[j] = MOVE_SWAP
+    return int(swap_move(rng, t, data, prior, pseudo, sampler.mb))

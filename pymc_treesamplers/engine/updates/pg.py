@@ -62,30 +62,30 @@ def new_pg_scratch(opts: SMCOptions, codes: np.ndarray, m: int, independent: int
 
 @register_update(PGScratch)
 @numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
-def pg_update(rng, j, t, data, prior, ps, sk):
+def pg_update(rng, j, t, data, prior, pseudo, sampler):
     """Redraw tree ``j`` whole: conditional SMC with ``t`` as the reference, then a particle drawn
-    from the weights replaces ``t`` (nodes and row order); then ``sk.independent`` PIMH moves.
+    from the weights replaces ``t`` (nodes and row order); then ``sampler.independent`` PIMH moves.
     Returns 1 unless the old tree (particle 0) was drawn and no PIMH move was accepted, or
     ``PG_FAILED_MAX_STAGES`` if an SMC needed more than ``opts.max_stages`` stages."""
-    P = sk.particles
-    smc_init(P, sk.opts.n_particles, t, prior, ps)
-    stages, log_z = smc_run(rng, sk.opts, TRUE, t, P, data, prior, ps, sk.proposals)
+    P = sampler.particles
+    smc_init(P, sampler.opts.n_particles, t, prior, pseudo)
+    stages, log_z = smc_run(rng, sampler.opts, TRUE, t, P, data, prior, pseudo, sampler.proposals)
     if stages < 0:
         return PG_FAILED_MAX_STAGES
     chosen = pick_particle(rng, P)
-    sk.kept[j] = chosen == 0
-    sk.stages[j] = stages
+    sampler.kept[j] = chosen == 0
+    sampler.stages[j] = stages
     adopt_particle(P, chosen, t)
     accepted = 0
-    for _ in range(sk.independent):
-        smc_init(P, sk.opts.n_particles, t, prior, ps)
-        stages, log_z_new = smc_run(rng, sk.opts, FALSE, t, P, data, prior, ps, sk.proposals)
+    for _ in range(sampler.independent):
+        smc_init(P, sampler.opts.n_particles, t, prior, pseudo)
+        stages, log_z_new = smc_run(rng, sampler.opts, FALSE, t, P, data, prior, pseudo, sampler.proposals)
         if stages < 0:
             return PG_FAILED_MAX_STAGES
         if math.log(rng.random()) < log_z_new - log_z:
             adopt_particle(P, pick_particle(rng, P), t)
             log_z = log_z_new
             accepted += 1
-    sk.accepted[j] = accepted
+    sampler.accepted[j] = accepted
     return int(chosen != 0 or accepted > 0)
 

@@ -52,16 +52,16 @@ def new_reshape_scratch(probs, n_moves: int, p: int, n: int) -> ReshapeScratch:
 
 @register_update(ReshapeScratch)
 @numba.njit(cache=True, nogil=True, inline="always")  # one call site: the driver
-def reshape_update(rng, j, t, data, prior, ps, sk):
-    """``sk.n_moves`` proposals for tree ``j``, each of a kind drawn from ``sk.probs``; returns 1 if
-    any was accepted. The caller zeroes ``sk.proposed`` and ``sk.accepted`` per sweep."""
+def reshape_update(rng, j, t, data, prior, pseudo, sampler):
+    """``sampler.n_moves`` proposals for tree ``j``, each of a kind drawn from ``sampler.probs``; returns 1 if
+    any was accepted. The caller zeroes ``sampler.proposed`` and ``sampler.accepted`` per sweep."""
     any_accepted = False
-    for _ in range(sk.n_moves):
-        kind = _draw_kind(rng, sk.probs) if t.ints[0, LEFT] >= 0 else GROW
-        ok = _move(rng, kind, t, data, prior, ps, sk)
-        sk.proposed[kind] += 1
+    for _ in range(sampler.n_moves):
+        kind = _draw_kind(rng, sampler.probs) if t.ints[0, LEFT] >= 0 else GROW
+        ok = _move(rng, kind, t, data, prior, pseudo, sampler)
+        sampler.proposed[kind] += 1
         if ok:
-            sk.accepted[kind] += 1
+            sampler.accepted[kind] += 1
             any_accepted = True
     return int(any_accepted)
 
@@ -77,21 +77,21 @@ def _draw_kind(rng, probs):
 
 
 @numba.njit(cache=True, nogil=True)
-def _move(rng, kind, t, data, prior, ps, sk):
-    probs = sk.probs
+def _move(rng, kind, t, data, prior, pseudo, sampler):
+    probs = sampler.probs
     if kind == GROW:
         log_pgrow = 0.0 if t.ints[0, LEFT] < 0 else math.log(probs[GROW])
-        return grow_move(rng, t, data, prior, ps, sk.mb.scratch_p, log_pgrow, math.log(probs[PRUNE]))
+        return grow_move(rng, t, data, prior, pseudo, sampler.mb.scratch_p, log_pgrow, math.log(probs[PRUNE]))
     if kind == PRUNE:
-        return prune_move(rng, t, prior, ps, math.log(probs[GROW]), math.log(probs[PRUNE]))
+        return prune_move(rng, t, prior, pseudo, math.log(probs[GROW]), math.log(probs[PRUNE]))
     if kind == CHANGE:
-        return change_move(rng, t, data, prior, ps, sk.mb)
+        return change_move(rng, t, data, prior, pseudo, sampler.mb)
     if kind == SWAP:
-        return swap_move(rng, t, data, prior, ps, sk.mb)
+        return swap_move(rng, t, data, prior, pseudo, sampler.mb)
     if kind == RESTRUCTURE:
-        return restructure_move(rng, t, data, prior, sk.rs)
+        return restructure_move(rng, t, data, prior, sampler.rs)
     if kind == SPLICE:
         if rng.random() < 0.5:
-            return delete_move(rng, t, data, prior, ps, sk.seq, sk.mb.bk)
-        return insert_move(rng, t, data, prior, ps, sk.seq, sk.mb.bk, sk.mb.scratch_p)
-    return reroute_move(rng, t, data, prior, ps, sk.seq, sk.rr, sk.mb.scratch_p)
+            return delete_move(rng, t, data, prior, pseudo, sampler.seq, sampler.mb.bk)
+        return insert_move(rng, t, data, prior, pseudo, sampler.seq, sampler.mb.bk, sampler.mb.scratch_p)
+    return reroute_move(rng, t, data, prior, pseudo, sampler.seq, sampler.rr, sampler.mb.scratch_p)
