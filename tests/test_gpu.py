@@ -310,10 +310,9 @@ def test_encoded_forest_predicts_the_sweeps_fit():
     """The stored forest format (storage.encode_preorder): decoded and walked by the predict kernel on X, it
     gives the sweep's own fit at the training rows (so ``pmt.predict`` reads a GPU draw)."""
     from pymc_treesamplers.binning import bin_columns
+    from pymc_treesamplers.gpu.driver import GrowPruneGPU
     from pymc_treesamplers.predictive import _extended, predict_preorder
     from pymc_treesamplers.storage import decode_forest
-
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(300, 3))

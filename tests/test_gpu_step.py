@@ -77,7 +77,7 @@ def test_step_sweeps_are_the_gpu_sweeps_own_draws(step_cls, probs):
         accepted += stats[0]["mu_accept"] > 0
     assert accepted > 0  # the trees moved
     clone = cloudpickle.loads(cloudpickle.dumps(step))  # how PyMC ships steps to workers: no device state
-    assert clone._device.sweep is None and not clone.synced and clone.backend == "cuda-twin"
+    assert clone._device.sweep is None and not clone.f_is_current and clone.backend == "cuda-twin"
 
 
 @pytest.mark.parametrize(("b", "ref_sigma"), [(2.5, "sigma / b"), (-0.5, "sigma / b"), (2.5, "sigma (wrong)")])

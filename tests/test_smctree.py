@@ -17,11 +17,11 @@ import math
 
 import numpy as np
 import pytest
-from pymc_treesamplers.binning import bin_columns
-from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from pymc_treesamplers import SMCTreeClassifier, SMCTreeRegressor
+from pymc_treesamplers.binning import bin_columns
+from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
 from tests.helpers.exact import (
     dirichlet_multinomial_term,
     exact_log_evidence,
@@ -186,9 +186,8 @@ def test_threads_change_nothing_but_the_time():
 
 
 def test_stored_trees_are_forest_encodings_that_predict_reads():
-    from pymc_treesamplers.storage import decode_forest
-
     import pymc_treesamplers as pmt
+    from pymc_treesamplers.storage import decode_forest
 
     rng = np.random.default_rng(1)
     Xr = rng.uniform(size=(150, 3))

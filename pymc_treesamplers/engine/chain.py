@@ -96,7 +96,7 @@ class Chain:
     """The state of one chain of ``m`` trees on coded data: its split data, tree prior and forest.
 
     The forest is made by :meth:`start` (single-leaf trees), not by the constructor: a chain whose trees live
-    elsewhere (the GPU sweep) never holds the ``4 m n`` bytes of their row orders. ``fresh``: no sweep since
+    elsewhere (the GPU sweep) never holds the ``4 m n`` bytes of their row orders. ``unswept``: no sweep since
     :meth:`start`, so the trees are the single leaves a new chain starts from (a pickled fresh chain carries
     no forest and starts again where it is unpickled).
     """
@@ -106,7 +106,7 @@ class Chain:
         self.data, self.prior, self.m, self.workspace = data, prior, m, workspace
         self.forest: Forest | None = None
         self.changed = np.zeros(m, dtype=np.bool_)
-        self.fresh = True
+        self.unswept = True
 
     @classmethod
     def new(cls, codes: np.ndarray, m: int, *, alpha: float, beta: float, mu0: float, s2: float,
@@ -144,11 +144,11 @@ class Chain:
         self.forest = Forest.empty(self.m, self.n, self.prior.mu0, perm=perm)
         init_roots(self.forest.arrays(), self.data, self.prior.mu0)
         self.changed[:] = False
-        self.fresh = True
+        self.unswept = True
 
     def restore(self, forest: Forest) -> None:
         """Continue from ``forest`` (a sampling state's)."""
-        self.forest, self.fresh = forest, False
+        self.forest, self.unswept = forest, False
 
     def sweep(self, rng: np.random.Generator, lik, *, warm: bool = False, threads: int = 1) -> int:
         """One backfitting sweep over every tree (:func:`~pymc_treesamplers.engine.driver.run_sweep`) under the
@@ -158,7 +158,7 @@ class Chain:
         ws = self.workspace
         # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
         prior = self.prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0))
-        self.fresh = False
+        self.unswept = False
         return run_sweep(rng, self.data, prior, self.forest, lik, ws.tree, ws.scratch(self.data.codes, warm),
                          self.changed, threads, ws.kernel(sweep))
 
@@ -184,7 +184,7 @@ class Chain:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        if self.fresh and self.forest is not None:
+        if self.unswept and self.forest is not None:
             state["forest"] = "start"  # single leaves: made again where the chain is unpickled
         return state
 

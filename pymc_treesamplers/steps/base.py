@@ -191,7 +191,7 @@ class BaseTreeStep(ArrayStepShared):
             self.sparse, self.p, self.rng, self.columns.source, self.columns.column_weights(np.ones(self.p)))
         self._use_split_weights()
         self.sweeper.start(self)
-        self.synced = False
+        self.f_is_current = False
 
     def _use_split_weights(self) -> None:
         """Give the kernels the current split weights (a chain's start, a restored sampling state)."""
@@ -236,7 +236,7 @@ class BaseTreeStep(ArrayStepShared):
 
     def _check_value(self, q0: RaveledVars) -> None:
         """Refuse a BART value that is not the one this step last returned (changed behind its back)."""
-        if self.synced and not np.array_equal(q0.data, self.f.ravel() if q0.data.dtype == self.f.dtype else
+        if self.f_is_current and not np.array_equal(q0.data, self.f.ravel() if q0.data.dtype == self.f.dtype else
                                               self.f.ravel().astype(q0.data.dtype)):
             raise RuntimeError(
                 f"the value of the BART variable {self.var_name!r} was changed outside its tree step, so it no longer "
@@ -247,7 +247,7 @@ class BaseTreeStep(ArrayStepShared):
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         self._check_value(q0)
         values, changed, mh_counts = self.sweeper.draw(self, self._warming())
-        self.synced = True
+        self.f_is_current = True
         stats = {"tune": self.tune,
                  "warning": self.watch.count(self.var_name, type(self).__name__, self.tune, changed, mh_counts),
                  **{self._stat_names[k]: v for k, v in values.items()}}

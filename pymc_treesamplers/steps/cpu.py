@@ -32,13 +32,13 @@ class CPUSweeper:
 
     def trees(self, step: BaseTreeStep) -> list | None:
         chains = [out.chain for out in step.outputs]
-        return None if all(c.fresh for c in chains) else [c.forest for c in chains]
+        return None if all(c.unswept for c in chains) else [c.forest for c in chains]
 
     def restore(self, step: BaseTreeStep, forests: list | None) -> None:
         if forests is None:
             step._use_split_weights()
             self.start(step)
-            step.synced = False
+            step.f_is_current = False
         else:
             for out, forest in zip(step.outputs, forests, strict=True):
                 out.chain.restore(forest)

@@ -160,7 +160,7 @@ class DeviceSweep:
     def arrived(self, step) -> None:
         """In a new process the device state is gone (it does not pickle): the chain starts again."""
         self.start(step)
-        step.synced = False
+        step.f_is_current = False
 
     def trees(self, step) -> None:
         return None
@@ -170,7 +170,7 @@ class DeviceSweep:
             raise ValueError(f"backend={self.backend!r} keeps its forest on the device: a sampling state with "
                              "CPU forests cannot be restored into it")
         self.start(step)
-        step.synced = False
+        step.f_is_current = False
 
     def __getstate__(self):
         # a worker process starts its own chain: device arrays do not travel

@@ -28,7 +28,7 @@ class TreeStepState(StepMethodState):
     the warning of a chain that cannot move (:class:`Watch`)."""
 
     f: np.ndarray
-    synced: bool
+    f_is_current: bool
     tune: bool
     split_weights: Any = None
     trees: list | None = None
