@@ -120,9 +120,7 @@ def worker_body(spec: dict) -> dict:
 def render(saved: dict) -> str:
     """The markdown report of a saved run."""
     st, results = saved["settings"], pg_paper.with_numbers(saved["results"])
-    title = "CaliforniaHouses: PG vs CGM vs GrowPrune (PG-BART paper §4.2)" + (
-        " — --quick smoke run" if st["quick"] else ""
-    )
+    title = harness.smoke_title("CaliforniaHouses: PG vs CGM vs GrowPrune (PG-BART paper §4.2)", st)
     lines = harness.header_lines(title, saved["meta"])
     draws = st["iters"] - st["burn"]
     ok = [r for r in results if r.get("status") == "ok"]
@@ -168,8 +166,7 @@ def render(saved: dict) -> str:
     for r in results:
         if r.get("status") == "error":
             lines += [f"Error in {r['spec']['sampler']}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved))
 
 
 def _default_run_s(ok: list[dict]) -> float:
@@ -235,8 +232,7 @@ def _details(ok: list[dict]) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: training set 0 only, 100 iterations (50 burn-in)")
+    p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: training set 0 only, 100 iterations (50 burn-in)")
     p.add_argument("--samplers", default="pg,cgm,growprune", help=f"comma list from {pg_paper.SAMPLERS}")
     p.add_argument(
         "--iters", type=int, default=None, help=f"iterations per chain incl. burn-in (default {DEFAULT_ITERS})"
@@ -247,10 +243,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--particles", type=int, default=10, help="PG: number of particles (default 10)")
     p.add_argument("--one-hot", action="store_true", help="one-hot encode ocean_proximity instead of dropping it")
     p.add_argument("--data", default=str(DEFAULT_DATA), help="path of california_housing.csv")
-    harness.add_harness_args(p, timeout_min=30.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "pg-california" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "pg-california", timeout_min=30.0)
+    if not harness.measuring(args):
         return args
     args.samplers = harness.choice_list(args.samplers.lower(), pg_paper.SAMPLERS, p, "sampler(s)")
     if args.iters is None:

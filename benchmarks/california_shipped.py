@@ -96,9 +96,8 @@ def describe(res: dict) -> str:
 
 def render(saved: dict) -> str:
     st = saved["settings"]
-    lines = harness.header_lines("California housing as shipped: missing values and a categorical column"
-                                 + (" — --quick smoke run" if st["quick"] else ""), saved["meta"],
-                                 runs=saved["results"])
+    title = harness.smoke_title("California housing as shipped: missing values and a categorical column", st)
+    lines = harness.header_lines(title, saved["meta"], runs=saved["results"])
     lines += [
         f"* {st['n_train']} training rows and 2000 test rows of `california_housing.csv` with their missing values, "
         f"m = {M}, {st['chains']} chains x ({st['tune']} tune + {st['draws']} draws) per arm; y in $100k. Protocol: "
@@ -129,19 +128,14 @@ def render(saved: dict) -> str:
             "✅ met" if ratio <= TARGET_RATIO else "❌ not met"]]), ""]
         lines += [f"The shipped data have {new['n_train_missing']} training rows and {new['n_test_missing']} test rows "
                   "with a missing value.", ""]
-    lines += harness.run_notes(saved["results"], lambda sp: sp["sampler"])
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: sp["sampler"]))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: 2 chains x (50 + 50), 1000 training rows")
+    p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: 2 chains x (50 + 50), 1000 training rows")
     p.add_argument("--samplers", default=",".join(SAMPLERS), help=f"comma list from {SAMPLERS}")
-    harness.add_harness_args(p, timeout_min=60.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "california-shipped" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "california-shipped", timeout_min=60.0)
+    if not harness.measuring(args):
         return args
     args.samplers = harness.choice_list(args.samplers, SAMPLERS, p, "sampler(s)")
     return args

@@ -35,17 +35,15 @@ STEPS = {"growprune": "GrowPruneStep", "reshape": "ReshapeStep", "pg": "PGBARTSt
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p = harness.report_parser(MODULE, __doc__)
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma list from {list(ARMS)}")
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--m", type=int, default=50)
     p.add_argument("--tune", type=int, default=100)
     p.add_argument("--draws", type=int, default=100)
     p.add_argument("--seed", type=int, default=1)
-    harness.add_harness_args(p, timeout_min=10.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "coldstart")
-    if args.worker is None and not args.render_only:
+    args = harness.parse_report_args(p, argv, "coldstart", timeout_min=10.0)
+    if harness.measuring(args):
         args.arms = harness.choice_list(args.arms, ARMS, p, "arm(s)")
     return args
 

@@ -82,7 +82,7 @@ def render(saved: dict) -> str:
     # only failures: no timing is read here, so contention does not matter
     lines += harness.run_notes([r for r in results if r.get("status") != "ok"],
                                lambda sp: f"{sp['data']} {_label(sp)} seed {sp['seed']}")
-    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+    return "\n".join(lines + harness.report_footer(saved))
 
 
 def parse_args(argv: list[str]):

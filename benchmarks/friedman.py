@@ -491,16 +491,14 @@ def render(saved: dict) -> str:
     for r in results:
         if r.get("status") not in ("ok", None):
             lines += [f"Error in {r.get('key', r['spec'])}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved))
 
 
 # =========================================================================== CLI
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke test: n=300, m=20, 100 tune + 100 draws")
+    p = harness.report_parser(MODULE, __doc__, quick_help="smoke test: n=300, m=20, 100 tune + 100 draws")
     p.add_argument("--samplers", default=",".join(DEFAULT_SAMPLERS), help=f"comma list from {ALL_SAMPLERS}")
     p.add_argument("--sizes", default=None, help="comma list of n (default 1000,10000; --quick: 300)")
     p.add_argument("--trees", default=None, help="comma list of m (default 50,200; --quick: 20)")
@@ -526,10 +524,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="do not add saved results of samplers not selected (references, slower pmt arms)",
     )
     p.add_argument("--results-dir", default=str(harness.RESULTS_DIR), help="where per-configuration results are kept")
-    harness.add_harness_args(p, timeout_min=90.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "benchmarks-quick" if args.quick else "benchmarks")
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "benchmarks", timeout_min=90.0)
+    if not harness.measuring(args):
         return args
     args.samplers = harness.choice_list(args.samplers, ALL_SAMPLERS, p, "sampler(s)")
     args.sizes = harness.int_list(args.sizes) if args.sizes else ([300] if args.quick else [1000, 10000])

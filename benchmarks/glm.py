@@ -224,7 +224,7 @@ def render(saved: dict) -> str:
     lines += harness.run_notes(results, lambda sp: f"{sp['case']} {sp.get('data', '')} "
                                                    f"{sp.get('label') or sp['method']} {sp.get('likelihood', '')} "
                                                    f"m={sp.get('m')} seed {sp['seed']}")
-    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+    return "\n".join(lines + harness.report_footer(saved))
 
 
 def parse_args(argv: list[str]):

@@ -83,7 +83,7 @@ def worker_body(spec: dict) -> dict:
 def render(saved: dict) -> str:
     """The markdown report of a saved run."""
     st, results = saved["settings"], pg_paper.with_numbers(saved["results"])
-    title = "Hypercube-D: PG vs CGM vs GrowPrune (PG-BART paper §4.1)" + (" — --quick smoke run" if st["quick"] else "")
+    title = harness.smoke_title("Hypercube-D: PG vs CGM vs GrowPrune (PG-BART paper §4.1)", st)
     lines = harness.header_lines(title, saved["meta"])
     draws = st["iters"] - st["burn"]
     lines += [
@@ -164,8 +164,7 @@ def render(saved: dict) -> str:
         if r.get("status") == "error":
             sp = r["spec"]
             lines += [f"Error in D={sp['D']} {sp['sampler']}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved))
 
 
 def _mixing_rows(st: dict, by: dict) -> list[list[str]]:
@@ -289,8 +288,7 @@ def _details(results: list[dict]) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: D = 2,4, 200 iterations (100 burn-in), seed 1")
+    p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: D = 2,4, 200 iterations (100 burn-in), seed 1")
     p.add_argument("--dims", default=None, help="comma list of D from 2,3,4,5,7 (default all; --quick 2,4)")
     p.add_argument(
         "--samplers",
@@ -315,10 +313,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="BART split_points (default: the package default, 'data'); 'range' puts cuts on an equal-width "
         "grid, so a split location is a priori uniform over the node's range: the paper's prior",
     )
-    harness.add_harness_args(p, timeout_min=30.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "pg-hypercube" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "pg-hypercube", timeout_min=30.0)
+    if not harness.measuring(args):
         return args
     args.samplers = harness.choice_list(args.samplers.lower(), pg_paper.SAMPLERS, p, "sampler(s)")
     args.dims = harness.int_list(args.dims) if args.dims else ([2, 4] if args.quick else sorted(BETA))

@@ -194,8 +194,7 @@ def render(saved: dict) -> str:
         lines += [f"## The scale's update alone, n = {st['scale_n']:,} (BART value at the true f), "
                   f"{st['scale_updates']} updates", "",
                   md_table(["sigma by", "ms / update (median)", "ESS(sigma)", "ESS / s", "÷ NUTS"], rows), ""]
-    lines += harness.run_notes(results, lambda sp: " ".join(str(v) for v in sp.values()))
-    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: " ".join(str(v) for v in sp.values()), results))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -325,9 +325,8 @@ def _best(arms: dict, names: list[str], threshold: float) -> tuple[str | None, f
 
 def render(saved: dict) -> str:
     st = saved["settings"]
-    lines = harness.header_lines("Time to agreement: how soon independent chains agree, in wall time"
-                                 + (" — --quick smoke run" if st["quick"] else ""), saved["meta"],
-                                 runs=saved["results"])
+    title = harness.smoke_title("Time to agreement: how soon independent chains agree, in wall time", st)
+    lines = harness.header_lines(title, saved["meta"], runs=saved["results"])
     lines += [
         f"* {CHAINS} chains x ({TUNE} tuning sweeps + the kept draws that fill about {fmt(st['budget_s'])} s of wall "
         f"time at the arm's measured speed, {MIN_DRAWS} to {MAX_DRAWS}) per arm, seed {SEED}, caches warm; the "
@@ -403,9 +402,7 @@ def render(saved: dict) -> str:
                   md_table(["data", "pmt GFRRegressor RMSE", "fit s", "stochtree XBART-only RMSE", "fit s",
                             "time ratio (stochtree / pmt)"], grows), ""]
     lines += _reading(saved)
-    lines += harness.run_notes(saved["results"], lambda sp: f"{sp['case']} {sp['sampler']}")
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: f"{sp['case']} {sp['sampler']}"))
 
 
 def _agreed(saved: dict, case: str, names: list[str]) -> str:
@@ -495,16 +492,13 @@ def figure(saved: dict, path: Path) -> None:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: Boston only, a 3 s budget")
+    p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: Boston only, a 3 s budget")
     p.add_argument("--cases", default=None, help=f"comma list from {list(CASES)}")
     p.add_argument("--samplers", default=",".join(DEFAULT_OURS + PEERS + GFR_ONLY), help=f"comma list from {SAMPLERS}")
     p.add_argument("--budget", type=float, default=None,
                    help="wall seconds each arm's kept draws should fill (default 45; --quick: 3)")
-    harness.add_harness_args(p, timeout_min=60.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "mixing" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "mixing", timeout_min=60.0)
+    if not harness.measuring(args):
         return args
     args.cases = harness.choice_list(args.cases or ("boston" if args.quick else ",".join(CASES)), CASES, p, "case(s)")
     args.samplers = harness.choice_list(args.samplers, SAMPLERS, p, "sampler(s)")

@@ -204,7 +204,7 @@ def render(saved: dict) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p = harness.report_parser(MODULE, __doc__)
     p.add_argument("--n", type=int, default=10000)
     p.add_argument("--m", type=int, default=200)
     p.add_argument("--tune", type=int, default=1000)
@@ -214,10 +214,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--predict-draws", type=int, default=100)
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma list from {list(ARMS)}")
     p.add_argument("--quick", action="store_true", help="n = 1000, m = 50, 100 + 100 draws, 10^4 new rows")
-    harness.add_harness_args(p, timeout_min=40.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "persistence" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "persistence", timeout_min=40.0)
+    if not harness.measuring(args):
         return args
     if args.quick:
         args.n, args.m, args.tune, args.draws, args.new_rows, args.predict_draws = 1000, 50, 100, 100, 10_000, 20

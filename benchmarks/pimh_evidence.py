@@ -118,9 +118,7 @@ def render(saved: dict) -> str:
         "likelihood is this sharp. Exact, but no help here.",
         "",
     ]
-    lines += harness.run_notes(saved["results"], lambda sp: sp["case"])
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: sp["case"]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -87,8 +87,11 @@ def render(saved: dict) -> str:
                              fmt(_mean(rs, "rhat_f")), fmt(_mean(rs, "wall_s")), fmt(_mean(rs, "log_score"))])
     lines += [md_table(["data", "likelihood", "route", "fits", "MH acceptance", "trees changed", "ESS/s of f",
                         "auto / expand", "max R-hat of f", "wall s", "log score"], rows), "", NB_NOTE, ""]
-    lines += harness.run_notes(results, lambda sp: f"{sp['data']} {sp['likelihood']} {sp['route']} seed {sp['seed']}")
-    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+
+    def label(sp):
+        return f"{sp['data']} {sp['likelihood']} {sp['route']} seed {sp['seed']}"
+
+    return "\n".join(lines + harness.report_footer(saved, label, results))
 
 
 def parse_args(argv: list[str]):

@@ -157,7 +157,7 @@ def _status(r: dict) -> str:
 
 def render(saved: dict) -> str:
     st = saved["settings"]
-    lines = harness.header_lines("Scale: rows, threads and memory" + (" — --quick smoke run" if st["quick"] else ""),
+    lines = harness.header_lines(harness.smoke_title("Scale: rows, threads and memory", st),
                                  saved["meta"], runs=saved["results"])
     lines += [
         f"* Friedman #1, p = {P}, m = {M}, one chain, seed {SEED}; sweeps per arm as in the protocol "
@@ -206,20 +206,15 @@ def render(saved: dict) -> str:
             targets.append([f"n = {n:.0e}, one chain: fits in {MEM_TARGET_GB:.0f} GB", f"{peak:.2f} GB",
                             "✅ met" if fits else "❌ not met"])
     lines += [md_table(["target", "measured", "verdict"], targets) if targets else "(no target measured)", ""]
-    lines += harness.run_notes(saved["results"], lambda sp: f"n = {sp['n']:.0e} {sp['arm']}")
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: f"n = {sp['n']:.0e} {sp['arm']}"))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: n = 1e4 and 1e5, 5 + 10 sweeps")
+    p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: n = 1e4 and 1e5, 5 + 10 sweeps")
     p.add_argument("--sizes", default=None, help="comma list of n (default 1e4,1e5,1e6,1e7)")
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma list from {ARMS}")
-    harness.add_harness_args(p, timeout_min=60.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "scale-benchmark" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "scale-benchmark", timeout_min=60.0)
+    if not harness.measuring(args):
         return args
     sizes = args.sizes or ("1e4,1e5" if args.quick else ",".join(map(str, SIZES)))
     args.sizes = [int(float(s)) for s in sizes.split(",")]

@@ -539,8 +539,7 @@ def _details_table(rows: list[dict]) -> str:
 def render(saved: dict) -> str:
     st, results = saved["settings"], saved["results"]
     ok = [r for r in results if r.get("status") == "ok"]
-    title = ("Single-tree SMC against CGM, CART and a random forest (top-down SMC paper, §4)"
-             + (" — --quick smoke run" if st["quick"] else ""))
+    title = harness.smoke_title("Single-tree SMC against CGM, CART and a random forest (top-down SMC paper, §4)", st)
     lines = harness.header_lines(title, saved["meta"])
     seeds = st["seeds"]
     pp = st["particles"]
@@ -649,8 +648,7 @@ def render(saved: dict) -> str:
         lines += ["### SMC and CGM by fit time (the paper's Figure 5 as a table)", "", _curve_table(case, rows, level),
                   ""]
     lines += ["## Details", "", _details_table(ok) if ok else "(no successful runs)", ""]
-    lines += harness.run_notes(results, lambda sp: f"{sp['case']} {_label(sp)}")
-    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: f"{sp['case']} {_label(sp)}", results))
 
 
 # =========================================================================== CLI

@@ -59,9 +59,8 @@ def describe(res: dict) -> str:
 
 def render(saved: dict) -> str:
     st = saved["settings"]
-    lines = harness.header_lines("Sparse variable selection: Friedman #1 with noise covariates"
-                                 + (" — --quick smoke run" if st["quick"] else ""), saved["meta"],
-                                 runs=saved["results"])
+    title = harness.smoke_title("Sparse variable selection: Friedman #1 with noise covariates", st)
+    lines = harness.header_lines(title, saved["meta"], runs=saved["results"])
     lines += [
         f"* Friedman #1, n = {N} training rows, 1000 noise-free test rows, seed {SEED}; x1..x5 relevant, the other "
         f"p - 5 covariates U(0, 1) noise; m = {M}, {st['chains']} chains x ({st['tune']} tune + {st['draws']} "
@@ -93,20 +92,15 @@ def render(saved: dict) -> str:
              f"{fmt(new['rmse_test'])} vs {fmt(base['rmse_test'])}",
              "✅ met" if new["rmse_test"] <= base["rmse_test"] else "❌ not met"],
         ]), ""]
-    lines += harness.run_notes(saved["results"], lambda sp: f"p = {sp['p']} {sp['sampler']}")
-    lines += [harness.source_line(saved["meta"]), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: f"p = {sp['p']} {sp['sampler']}"))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: 2 chains x (50 + 50), p = 100 only")
+    p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: 2 chains x (50 + 50), p = 100 only")
     p.add_argument("--covariates", default=None, help="comma list of p (default 10,100,1000)")
     p.add_argument("--samplers", default=",".join(SAMPLERS), help=f"comma list from {SAMPLERS}")
-    harness.add_harness_args(p, timeout_min=60.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "sparsity-benchmark" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "sparsity-benchmark", timeout_min=60.0)
+    if not harness.measuring(args):
         return args
     args.covariates = harness.int_list(args.covariates or ("100" if args.quick else ",".join(map(str, COVARIATES))))
     args.samplers = harness.choice_list(args.samplers, SAMPLERS, p, "sampler(s)")

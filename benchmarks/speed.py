@@ -190,7 +190,7 @@ def render(saved: dict) -> str:
     ]
     if notes:
         lines += notes + [""]
-    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+    return "\n".join(lines + harness.report_footer(saved))
 
 
 # =========================================================================== parent
@@ -220,7 +220,7 @@ def _source(text: str, parser: argparse.ArgumentParser) -> dict:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p = harness.report_parser(MODULE, __doc__)
     p.add_argument("--src", action="append", default=[], metavar="LABEL=PATH", help="a checkout to time; repeat")
     p.add_argument("--repeats", type=int, default=None, help="runs per (case, source) (default 3; --quick 1)")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma list from {list(CASES)}")

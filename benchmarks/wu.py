@@ -187,14 +187,14 @@ def render(saved: dict) -> str:
     errors = [r for r in results if r.get("status", "ok") != "ok"]
     for r in errors:
         lines += [f"Error in {r['spec']}:", "", "```", (r.get("error") or "")[-3000:], "```", ""]
-    return "\n".join(lines + [harness.source_line(saved["meta"]), ""])
+    return "\n".join(lines + harness.report_footer(saved))
 
 
 # =========================================================================== CLI
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n\n")[0])
+    p = harness.report_parser(MODULE, __doc__)
     p.add_argument("--iters", type=int, default=20000, help="kept draws per chain")
     p.add_argument("--burn", type=int, default=1000, help="burn-in (tuning) draws per chain")
     p.add_argument("--sds", default="0.5,1,0.1,0.01", help="noise sds, comma list")
@@ -202,10 +202,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--grids", default=",".join(GRIDS), help="cut grids to run: range, data (see module docstring)")
     p.add_argument("--quick", action="store_true", help="2000 + 200 iterations, sd 0.1 only")
-    harness.add_harness_args(p, timeout_min=20.0)
-    args = p.parse_args(argv)
-    harness.resolve_report_paths(args, "ct-wu" + ("-quick" if args.quick else ""))
-    if args.worker is not None or args.render_only:
+    args = harness.parse_report_args(p, argv, "ct-wu", timeout_min=20.0)
+    if not harness.measuring(args):
         return args
     if args.quick:
         args.iters, args.burn, args.sds = 2000, 200, "0.1"

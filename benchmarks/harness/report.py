@@ -201,3 +201,8 @@ def source_line(meta: dict) -> str:
         f"This page is generated from `{meta['json']}`: `python -m {meta['module']} --render-only "
         f"--json {meta['json']}` rebuilds it without sampling."
     )
+
+
+def smoke_title(title: str, settings: dict) -> str:
+    """A report's title, marked when the saved run was a ``--quick`` smoke run."""
+    return title + (" — --quick smoke run" if settings["quick"] else "")

@@ -19,7 +19,7 @@ from pathlib import Path
 from . import paths
 from .paths import rel
 from .provenance import DirtyTreeError, require_clean_tree, source_hash, utc_now
-from .report import contention_note, publish, report_meta, rerender
+from .report import contention_note, publish, report_meta, rerender, source_line
 from .store import save_json
 
 # one thread per process: parallel chains run in their own processes, and a second layer of
@@ -345,17 +345,40 @@ def int_list(s: str) -> list[int]:
     return [int(x) for x in s.split(",") if x.strip()]
 
 
+def report_parser(module: str, doc: str, quick_help: str | None = None) -> argparse.ArgumentParser:
+    """A benchmark's command line: ``python -m <module>``, described by its docstring's first paragraph, with
+    ``--quick`` (a smoke run, report ``<stem>-quick``) when ``quick_help`` says what it runs."""
+    p = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
+    if quick_help is not None:
+        p.add_argument("--quick", action="store_true", help=quick_help)
+    return p
+
+
+def parse_report_args(parser: argparse.ArgumentParser, argv: list[str], stem: str, timeout_min: float,
+                      out_default: str = "docs/reports/<report>.md") -> argparse.Namespace:
+    """Add the harness options to a benchmark's ``parser``, parse ``argv`` and resolve the report's paths
+    (``<stem>-quick`` under ``--quick``)."""
+    add_harness_args(parser, timeout_min=timeout_min, out_default=out_default)
+    args = parser.parse_args(argv)
+    resolve_report_paths(args, stem + ("-quick" if getattr(args, "quick", False) else ""))
+    return args
+
+
+def measuring(args: argparse.Namespace) -> bool:
+    """Whether this invocation measures (not a worker child, not a re-render from saved JSON): only then are
+    the benchmark's own options checked and its runs started."""
+    return args.worker is None and not args.render_only
+
+
 def parse_case_args(argv: list[str], module: str, doc: str, cases, stem: str, quick_help: str,
                     timeout_min: float = 30.0) -> argparse.Namespace:
     """The command line of a script whose runs are named cases: ``--cases``, ``--quick`` (report
     ``<stem>-quick``) and the harness options; ``args.cases`` becomes a checked list."""
-    p = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n\n")[0])
+    p = report_parser(module, doc)
     p.add_argument("--cases", default=",".join(cases), help=f"comma list from {list(cases)}")
     p.add_argument("--quick", action="store_true", help=quick_help)
-    add_harness_args(p, timeout_min=timeout_min)
-    args = p.parse_args(argv)
-    resolve_report_paths(args, stem + ("-quick" if args.quick else ""))
-    if args.worker is None and not args.render_only:
+    args = parse_report_args(p, argv, stem, timeout_min)
+    if measuring(args):
         args.cases = choice_list(args.cases, cases, p, "case(s)")
     return args
 
@@ -368,6 +391,14 @@ def run_notes(results: list[dict], label: Callable[[dict], str]) -> list[str]:
               f"{(r.get('error') or '').splitlines()[0] if r.get('error') else ''}"
               for r in results if r.get("status") != "ok"]
     return notes + [""] if notes else []
+
+
+def report_footer(saved: dict, label: Callable[[dict], str] | None = None, results: list[dict] | None = None
+                  ) -> list[str]:
+    """The lines that close a report: :func:`run_notes` for the runs (default: all saved) when ``label`` names
+    them, then the source line."""
+    notes = run_notes(saved["results"] if results is None else results, label) if label is not None else []
+    return notes + [source_line(saved["meta"]), ""]
 
 
 def choice_list(s: str, choices, parser: argparse.ArgumentParser, what: str) -> list[str]:
