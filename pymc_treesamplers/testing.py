@@ -137,8 +137,8 @@ def _prune_without_proposal_ratio(log_post, log_pgrow_back, g_new, log_pprune, n
     return -log_post
 
 
-def _leaf_factor_ignoring_valid_cuts(log_avail, log_stay):
-    return log_stay
+def _every_leaf_could_split(log_avail):
+    return True
 
 
 def _change_counts_its_drawn_rule(kind):
@@ -151,7 +151,7 @@ def _swap_drops_the_top_rule(kind):
 
 GPU_WRONG = {
     "prune-ratio": {"prune_log_ratio": _prune_without_proposal_ratio},  # the proposal ratio left out
-    "leaf-prior": {"leaf_prior_factor": _leaf_factor_ignoring_valid_cuts},  # the valid-cut convention broken
+    "leaf-prior": {"leaf_could_split": _every_leaf_could_split},  # the valid-cut convention broken
     "change-counts-its-drawn-rule": {"top_rule_counts": _change_counts_its_drawn_rule},
     "swap-drops-the-top-rule": {"top_rule_counts": _swap_drops_the_top_rule},
 }

@@ -115,12 +115,10 @@ ENGINE_MIRRORS = {
 }
 
 
-def leaf_prior_factor(log_avail, log_stay):
-    """A leaf's log prior factor: ``log(1 - p_split(d))`` (``log_stay``) where it could split, 0 where it has no
-    valid cut (``log_avail`` -inf: it stays a leaf with probability one)."""
-    if log_avail == NEG_INF:
-        return 0.0
-    return log_stay
+def leaf_could_split(log_avail):
+    """Whether a leaf's prior holds the factor ``1 - p_split(d)``: where it has a valid cut; a leaf without one
+    (``log_avail`` -inf) stays a leaf with probability one."""
+    return log_avail != NEG_INF
 
 
 def prune_log_ratio(log_post, log_pgrow_back, g_new, log_pprune, nog):
@@ -136,7 +134,7 @@ def top_rule_counts(kind):
     return kind == SWAP
 
 
-def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ratio,
+def build(jit, leaf_could_split=leaf_could_split, prune_log_ratio=prune_log_ratio,
           top_rule_counts=top_rule_counts):
     """The decision functions compiled by ``jit`` (``numba.njit`` or ``cuda.jit(device=True)``); returns a
     namespace of them. The same Python source for both targets: the twin is the device's code.
@@ -150,7 +148,7 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
     >>> sorted(ns.__dict__)[:3]
     ['decide', 'leaf_log_prior', 'leaf_loglik']
     """
-    leaf_factor = jit(leaf_prior_factor)
+    leaf_could_split = jit(leaf_could_split)
     prune_ratio = jit(prune_log_ratio)
     top_rule_counts = jit(top_rule_counts)
 
@@ -210,7 +208,9 @@ def build(jit, leaf_prior_factor=leaf_prior_factor, prune_log_ratio=prune_log_ra
 
     @jit
     def leaf_log_prior(params, d, lw):
-        return leaf_factor(lw, log1m_psplit(params, d))
+        if not leaf_could_split(lw):
+            return 0.0
+        return log1m_psplit(params, d)
 
     @jit
     def leaf_loglik(params, W, S):
