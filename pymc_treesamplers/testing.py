@@ -165,7 +165,13 @@ def wrong_gpu_sweeps(name: str):
 
     >>> sorted(GPU_WRONG)[0]
     'change-counts-its-drawn-rule'
+    >>> wrong_gpu_sweeps("no-such-piece")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: name must be one of [...], got 'no-such-piece'
     """
+    if name not in GPU_WRONG:
+        raise ValueError(f"name must be one of {sorted(GPU_WRONG)}, got {name!r}")
     from .gpu.decisions import build
     from .gpu.twin import make_sweeps
 
