@@ -109,6 +109,7 @@ bench-mixing: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.hypercube --dims 3,4,5,7 --samplers growprune,cgm,ct,pg,pg-opt,pg-pimh,reshape \
 		--seeds 1,2,3,4 --split-points range --out docs/reports/hypercube-mixing.md --json benchmarks/results/hypercube-mixing.json
 	$(PY) -m benchmarks.mixing
+	$(PY) -m benchmarks.mechanisms
 
 bench-mixing-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.mixing --quick

@@ -10,8 +10,10 @@ For each sampler (every ``*Step`` class in ``pymc_treesamplers.__all__``) the de
 
 on a fixed random 80/20 split of the Boston housing data (2 chains, 2 cores, fixed seed;
 1000 tune + 2000 draws per chain unless told otherwise), then
-prints a table of wall time, bulk ESS per second of sigma and of the fit at 5 fixed training
-rows, test RMSE of the posterior mean and the posterior mean of sigma. It writes to ``--out``:
+prints a table of wall time; bulk ESS (of all the chains' draws together) and R-hat of sigma and of the fit
+at 5 fixed training rows (the smallest ESS and the largest R-hat of the five); bulk ESS per second of both;
+test RMSE of the posterior mean and the posterior mean of sigma. Chains agree when R-hat is below 1.01 and
+the ESS is in the hundreds (docs/samplers.md, "Do the chains agree?"). It writes to ``--out``:
 
 * ``comparison.csv``: the table;
 * ``predicted_vs_observed.png``: test-set predictions with 90% intervals (best sampler);
@@ -42,7 +44,7 @@ from matplotlib.figure import Figure
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import load_boston
-from pymc_treesamplers.results.diagnostics import bulk_ess
+from pymc_treesamplers.results.diagnostics import bulk_ess, rank_rhat
 
 SEED = 20240607
 N_TREES = 50
@@ -53,6 +55,7 @@ FIT_ROWS = (0, 80, 160, 240, 320)  # training rows whose fitted value's ESS is r
 INTERVAL = 0.90
 TUNE, DRAWS = 1000, 2000  # per chain
 QUICK_TUNE = QUICK_DRAWS = 100
+RHAT_OK, ESS_SHARE = 1.01, 0.1  # what the demo calls agreeing chains (docs/samplers.md)
 
 
 def available_samplers() -> dict[str, type]:
@@ -105,11 +108,16 @@ def summarise(name: str, idata, wall: float, X_test, y_test) -> tuple[dict, np.n
     mu_fit = np.asarray(idata.posterior["mu"].values)[:, :, list(FIT_ROWS)]
     f_test = pmt.predict(idata, X_test, "mu")
     rmse = float(np.sqrt(np.mean((f_test.mean(axis=(0, 1)) - y_test) ** 2)))
+    ess_sigma, ess_fit = float(bulk_ess(sigma)), float(bulk_ess(mu_fit).min())
     row = {
         "sampler": name,
         "wall_s": wall,
-        "ess_per_s_sigma": float(bulk_ess(sigma)) / wall,
-        "min_ess_per_s_fit": float(bulk_ess(mu_fit).min()) / wall,
+        "ess_sigma": ess_sigma,
+        "rhat_sigma": float(rank_rhat(sigma)),
+        "min_ess_fit": ess_fit,
+        "max_rhat_fit": float(rank_rhat(mu_fit).max()),
+        "ess_per_s_sigma": ess_sigma / wall,
+        "min_ess_per_s_fit": ess_fit / wall,
         "test_rmse": rmse,
         "sigma_mean": float(sigma.mean()),
     }
@@ -121,12 +129,17 @@ def format_table(df: pd.DataFrame) -> str:
     headers = {
         "sampler": "sampler",
         "wall_s": "wall (s)",
+        "ess_sigma": "ESS sigma",
+        "rhat_sigma": "R-hat sigma",
+        "min_ess_fit": "min ESS fit",
+        "max_rhat_fit": "max R-hat fit",
         "ess_per_s_sigma": "ESS/s sigma",
         "min_ess_per_s_fit": "min ESS/s fit",
         "test_rmse": "test RMSE",
         "sigma_mean": "sigma mean",
     }
-    formats = {"wall_s": "{:.1f}", "ess_per_s_sigma": "{:.2f}", "min_ess_per_s_fit": "{:.2f}"}
+    formats = {"wall_s": "{:.1f}", "ess_sigma": "{:.0f}", "min_ess_fit": "{:.0f}", "ess_per_s_sigma": "{:.2f}",
+               "min_ess_per_s_fit": "{:.2f}"}
     cells = [list(headers.values())]
     for _, r in df.iterrows():
         cells.append([formats.get(k, "{:.3f}").format(r[k]) if k != "sampler" else str(r[k]) for k in headers])
@@ -137,6 +150,21 @@ def format_table(df: pd.DataFrame) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def agreement_line(table: pd.DataFrame, n_draws: int) -> str:
+    """Which samplers' chains agree on sigma and on the fit (R-hat <= 1.01, bulk ESS >= 10% of the draws).
+
+    >>> t = pd.DataFrame({"sampler": ["a", "b"], "rhat_sigma": [1.005, 1.2], "max_rhat_fit": [1.0, 1.0],
+    ...                   "ess_sigma": [500, 500], "min_ess_fit": [900, 900]})
+    >>> agreement_line(t, 4000)
+    'chains agree (R-hat <= 1.01 and bulk ESS >= 400 of 4000, for sigma and the fit): a; not yet: b'
+    """
+    ok = ((table["rhat_sigma"] <= RHAT_OK) & (table["max_rhat_fit"] <= RHAT_OK)
+          & (table["ess_sigma"] >= ESS_SHARE * n_draws) & (table["min_ess_fit"] >= ESS_SHARE * n_draws))
+    agree, not_yet = list(table["sampler"][ok]), list(table["sampler"][~ok])
+    return (f"chains agree (R-hat <= {RHAT_OK} and bulk ESS >= {ESS_SHARE * n_draws:.0f} of {n_draws}, for sigma and "
+            f"the fit): {', '.join(agree) or 'none'}" + (f"; not yet: {', '.join(not_yet)}" if not_yet else ""))
 
 
 def plot_predictions(path: Path, name: str, f_test: np.ndarray, sigma: np.ndarray, y_test: np.ndarray, rng) -> float:
@@ -196,11 +224,11 @@ def plot_sigma(path: Path, results: dict[str, dict]) -> None:
     for row, name in enumerate(names):
         sigma = np.asarray(results[name]["idata"].posterior["sigma"].values)
         chains, draws = sigma.shape
-        ess = results[name]["row"]["ess_per_s_sigma"] * results[name]["row"]["wall_s"]
+        ess, rhat = results[name]["row"]["ess_sigma"], results[name]["row"]["rhat_sigma"]
         ax = axes[row, 0]
         for c in range(chains):
             ax.plot(np.arange(draws), sigma[c], lw=0.7, alpha=0.8, color=f"C{c}", label=f"chain {c}")
-        ax.set_title(f"{name}: trace of sigma (bulk ESS {ess:.0f} of {chains * draws} draws)")
+        ax.set_title(f"{name}: trace of sigma (bulk ESS {ess:.0f} of {chains * draws} draws, R-hat {rhat:.2f})")
         ax.set_xlabel("draw (after tuning)")
         ax.set_ylabel("sigma")
         ax.legend(loc="best", fontsize=8)
@@ -290,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     table = pd.DataFrame([r["row"] for r in results.values()])
     print()
     print(format_table(table))
+    print(agreement_line(table, CHAINS * args.draws))
     print()
     table.to_csv(out / "comparison.csv", index=False)
 

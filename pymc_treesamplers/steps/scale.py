@@ -18,6 +18,7 @@ docs/likelihoods.md for the measured comparison.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from pytensor.tensor.random import basic as rvs
 
 from ..model.bart import BARTRV
 
-__all__ = ["NormalScaleGibbs"]
+__all__ = ["NormalScaleGibbs", "slice_update"]
 
 
 @dataclass_state
@@ -200,29 +201,45 @@ class NormalScaleGibbs(ArrayStepShared):
             x = self._slice(float(q0.data[0]), n, rss)
         return RaveledVars(np.array([x], dtype=self._dtype), q0.point_map_info), [{}]
 
-    def _slice(self, x0: float, n: int, rss: float, max_steps: int = 50) -> float:
-        rng, w = self.rng, self.width
-        level = self._log_target(x0, n, rss) - rng.standard_exponential()
-        left = x0 - rng.uniform() * w
-        right = left + w
-        steps_left = int(rng.integers(max_steps))
-        steps_right = max_steps - 1 - steps_left
-        while steps_left > 0 and self._log_target(left, n, rss) > level:
-            left -= w
-            steps_left -= 1
-        while steps_right > 0 and self._log_target(right, n, rss) > level:
-            right += w
-            steps_right -= 1
-        width = right - left
-        while True:
-            x = rng.uniform(left, right)
-            if self._log_target(x, n, rss) > level:
-                break
-            if x < x0:
-                left = x
-            else:
-                right = x
+    def _slice(self, x0: float, n: int, rss: float) -> float:
+        x, width = slice_update(self.rng, x0, lambda x: self._log_target(x, n, rss), self.width)
         if self.tune:  # running mean of the stepped-out interval, as PyMC's Slice tunes its width
             self.n_tuned += 1
             self.width += (width - self.width) / self.n_tuned
         return x
+
+
+def slice_update(rng: np.random.Generator, x0: float, log_density: Callable[[float], float], width: float,
+                 max_steps: int = 50) -> tuple[float, float]:
+    """One univariate slice-sampling update from ``x0`` (Neal 2003): stepping out by ``width`` with the budget of
+    ``max_steps`` split at random between the two sides, then shrinkage. Returns the new point and the width of
+    the stepped-out interval (what a tuner averages).
+
+    >>> rng = np.random.default_rng(0)
+    >>> x, draws = 0.0, []
+    >>> for _ in range(4000):
+    ...     x, _ = slice_update(rng, x, lambda v: -0.5 * v * v, 1.0)
+    ...     draws.append(x)
+    >>> round(float(np.mean(draws)), 1), round(float(np.std(draws)), 1)
+    (0.0, 1.0)
+    """
+    level = log_density(x0) - rng.standard_exponential()
+    left = x0 - rng.uniform() * width
+    right = left + width
+    steps_left = int(rng.integers(max_steps))
+    steps_right = max_steps - 1 - steps_left
+    while steps_left > 0 and log_density(left) > level:
+        left -= width
+        steps_left -= 1
+    while steps_right > 0 and log_density(right) > level:
+        right += width
+        steps_right -= 1
+    stepped = right - left
+    while True:
+        x = rng.uniform(left, right)
+        if log_density(x) > level:
+            return x, stepped
+        if x < x0:
+            left = x
+        else:
+            right = x
