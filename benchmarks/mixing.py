@@ -252,8 +252,17 @@ def agreement_curve(sigma, f_points, f_thin, thin, target, wall, noise_free: boo
 
 
 def first_agreement(curve: list[dict], threshold: float) -> dict | None:
-    """The first grid point at which both R-hats are below ``threshold`` (None: never within the run)."""
-    return next((pt for pt in curve if pt["rhat_f_max"] < threshold and pt["rhat_sigma"] < threshold), None)
+    """The first grid point from which both R-hats stay below ``threshold`` at every later checkpoint to the end
+    of the run (None: not within the run). A chain pair that meets once and drifts apart again has not agreed:
+    R-hat from a prefix of draws can dip below a threshold by chance, and the user reads the end."""
+    below = [pt["rhat_f_max"] < threshold and pt["rhat_sigma"] < threshold for pt in curve]
+    first = None
+    for pt, ok in zip(curve, below, strict=True):
+        if not ok:
+            first = None
+        elif first is None:
+            first = pt
+    return first
 
 
 def _gfr_only(spec: dict, X, y, X_test, target):
@@ -334,7 +343,8 @@ def render(saved: dict) -> str:
         "`benchmarks/mixing.py` docstring.",
         "* **wall s**: 4 chains run two at a time on the 2 cores (set-up + the chains' summed seconds / 2) until "
         "the largest rank-normalised R-hat of f over 25 fixed test rows and the R-hat of σ, both from the first "
-        "**k** kept draws of every chain, are first below the threshold; **RMSE** and **cov 90** (coverage of "
+        "**k** kept draws of every chain, are below the threshold at k and at every later checkpoint of the run "
+        "(agreement that holds: an R-hat that dips below and rises again does not count); **RMSE** and **cov 90** (coverage of "
         "the 90% intervals: of f for Friedman #1, predictive of y otherwise) from those k draws.",
         "",
         *([f"* Note: {saved['meta']['note']}"] if saved["meta"].get("note") else []),

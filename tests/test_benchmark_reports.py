@@ -69,7 +69,7 @@ def test_the_time_to_agreement_figure_is_drawn_from_its_json(tmp_path):
     assert (ROOT / "docs" / "reports" / mixing.figure_name(saved)).exists()
 
 
-def test_time_to_agreement_reads_the_first_grid_point_below_the_threshold():
+def test_time_to_agreement_reads_the_first_grid_point_from_which_rhat_stays_below_the_threshold():
     import numpy as np
 
     from benchmarks import mixing
@@ -90,3 +90,7 @@ def test_time_to_agreement_reads_the_first_grid_point_below_the_threshold():
     assert all(pt["rhat_f_max"] >= 1.1 for pt in curve if pt["k"] < hit["k"])
     assert mixing.first_agreement(curve, 1.0) is None
     assert 0.85 < curve[-1]["coverage90"] < 0.95
+    # agreement must hold: a dip below the threshold followed by a rise does not count
+    bumpy = [{**pt, "rhat_f_max": r} for pt, r in zip(curve, (1.3, 1.05, 1.2, 1.05, 1.04), strict=True)]
+    assert mixing.first_agreement(bumpy, 1.1)["k"] == 200
+    assert mixing.first_agreement(bumpy[:3], 1.1) is None
