@@ -12,22 +12,26 @@ R-hat, smallest ESS), the seconds per chain (one thread), **ESS per chain-second
 test RMSE of the posterior mean (Friedman #1: against f) and the replicas' swap rates.
 
 Every arm drives the engine's :class:`~pymc_treesamplers.engine.chain.Chain` directly, with the CGM sweep that
-``pm.sample()`` assigns to a BART variable and σ ~ HalfNormal(sd(y)) updated after every sweep by the package's
-slice update (:func:`pymc_treesamplers.steps.scale.slice_update`) on log σ, as ``NormalScaleGibbs`` does. The arms:
+``pm.sample()`` assigns to a BART variable (unless the arm says otherwise) and σ ~ HalfNormal(sd(y)) updated
+after every sweep by the package's slice update (:func:`pymc_treesamplers.steps.scale.slice_update`) on log σ,
+as ``NormalScaleGibbs`` does. The arms:
 
 * ``trees``: that sampler alone, at several numbers of trees ``m`` (a different model: same data, same priors'
   rules, the leaf prior's scale shrinking as ``1/sqrt(m)``), so the tables also show what more trees cost in
   held-out RMSE;
+* ``samplers``: the package's other tree steps in place of CGM, with their defaults (Reshape; on Boston also
+  Particle Gibbs and continuous-time birth-death), at the base ``m``;
 * ``tempered``: replica exchange. ``K`` replicas, replica ``k`` targeting the tree and σ priors times the
   likelihood raised to ``beta_k`` (a Normal likelihood to the power beta is the same Normal with weight
   ``beta / sigma^2``, so each replica's sweep is the ordinary sweep with its weight scaled), ``beta_k`` geometric
-  from 1 down to ``beta_min``. After each round of sweeps, neighbours ``(k, k + 1)`` (even pairs, then odd, in turn)
-  swap their whole states with probability ``min(1, exp((beta_k - beta_{k+1}) (l_{k+1} - l_k)))``, ``l`` the
-  untempered log-likelihood. Only replica 0 (beta = 1) is kept; its cost is ``K`` sweeps per draw;
-* ``collapsed``: σ drawn with every leaf integrated out given the trees' structures,
-  ``y ~ N(m mu0, sigma^2 I + s2 B B^T)`` (``B`` the rows' leaf memberships, ``s2`` the leaf prior's variance),
-  through the eigen-decomposition of ``B^T B`` (``L x L``, ``L`` the number of leaves), then every leaf at once
-  from its Gaussian conditional given σ: an exact blocked Gibbs step on (σ, leaves) given the structures.
+  from 1 down to ``beta_min``. After each round of sweeps, neighbours ``(k, k + 1)`` (even pairs, then odd, in
+  turn) swap their whole states with probability ``min(1, exp((beta_k - beta_{k+1}) (l_{k+1} - l_k)))``, ``l``
+  the untempered log-likelihood. Only replica 0 (beta = 1) is kept; its cost is ``K`` sweeps per draw;
+* ``collapsed`` (Boston only: its eigen-decomposition costs ``L^3``): σ drawn with every leaf integrated out
+  given the trees' structures, ``y ~ N(m mu0, sigma^2 I + s2 B B^T)`` (``B`` the rows' leaf memberships, ``s2``
+  the leaf prior's variance), through the eigen-decomposition of ``B^T B`` (``L x L``, ``L`` the number of
+  leaves), then every leaf at once from its Gaussian conditional given σ: an exact blocked Gibbs step on
+  (σ, leaves) given the structures.
 
 These are research prototypes written over the engine's public records: none is in the package, because none
 paid for itself here (docs/samplers.md, "Do the chains agree?").
@@ -49,10 +53,16 @@ from benchmarks.mixing import load_case
 
 MODULE = "benchmarks.mechanisms"
 CASES = ("boston", "friedman")
-ARMS = ("trees", "tempered", "collapsed")
+ARMS = ("trees", "samplers", "tempered", "collapsed")
 TREES = {"boston": (50, 200, 400, 800), "friedman": (200, 400, 800)}
 BASE_M = {"boston": 50, "friedman": 200}  # the m of make demo and of the mixing benchmark
-TEMPERED = ((2, 0.9), (4, 0.8), (4, 0.5), (8, 0.5))  # (replicas, beta_min)
+# (replicas, beta_min); on Friedman the two ladders that were nearest to paying on Boston (its sweep costs ~4x)
+TEMPERED = {"boston": ((2, 0.9), (4, 0.8), (4, 0.5), (8, 0.5)), "friedman": ((2, 0.9), (4, 0.8))}
+# the collapsed step's eigen-decomposition grows as L^3 (L ~ 600 leaves at m = 200): Boston only
+COLLAPSED = ("boston",)
+# the package's other tree steps, at the base m (CT and PG cost 10-20x CGM's sweep: Boston only)
+SAMPLERS = {"boston": ("reshape", "pg", "ct"), "friedman": ("reshape",)}
+STEPS = {"cgm": "CGMStep", "reshape": "ReshapeStep", "pg": "PGBARTStep", "ct": "CTBirthDeathStep"}
 TUNE = 1000
 N_ROWS = 10  # training rows whose f is tracked
 N_PREDICT = 100  # kept draws per chain whose forests predict the test rows
@@ -63,8 +73,8 @@ DRAWS = {"boston": 4000, "friedman": 2000}  # kept draws per chain: Friedman's s
 # =========================================================================== worker
 
 
-def _problem(case: str, m: int):
-    """The CGM step's chain for the benchmark's model, and what the worker needs around it."""
+def _problem(case: str, m: int, sampler: str = "cgm"):
+    """The tree step's chain for the benchmark's model, and what the worker needs around it."""
     import pymc as pm
 
     import pymc_treesamplers as pmt
@@ -75,7 +85,7 @@ def _problem(case: str, m: int):
         mu = pmt.BART("mu", X, y, m=m)
         sigma = pm.HalfNormal("sigma", float(y.std()))
         pm.Normal("y", mu, sigma, observed=y)
-        step = pmt.CGMStep([mu])
+        step = getattr(pmt, STEPS[sampler])([mu])
     return step, y, np.asarray(X_test, dtype=float), np.asarray(target, dtype=float)
 
 
@@ -186,7 +196,7 @@ def worker_body(spec: dict) -> dict:
     from pymc_treesamplers.results.diagnostics import bulk_ess, rank_rhat
     from pymc_treesamplers.results.predictive import predict_forests
 
-    step, y, X_test, target = _problem(spec["case"], spec["m"])
+    step, y, X_test, target = _problem(spec["case"], spec["m"], spec["sampler"])
     rows = np.linspace(0, y.size - 1, N_ROWS).round().astype(np.int64)
     _run_chain({**spec, "draws": 5}, step, y, rows, 0)  # untimed: the numba caches
     runs = [_run_chain(spec, step, y, rows, SEED + c) for c in range(spec["chains"])]
@@ -215,6 +225,8 @@ def describe(res: dict) -> str:
 def _label(spec: dict) -> str:
     if spec["arm"] == "trees":
         return f"CGM, m = {spec['m']}"
+    if spec["arm"] == "samplers":
+        return f"{STEPS[spec['sampler']].removesuffix('Step')}, m = {spec['m']}"
     if spec["arm"] == "tempered":
         return f"CGM + replica exchange, K = {spec['replicas']}, β down to {spec['beta_min']}"
     return "CGM + σ with the leaves integrated out"
@@ -280,16 +292,19 @@ def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
     runs = []
     for case in args.cases:
         base = {"case": case, "chains": args.chains, "draws": args.draws or DRAWS[case], "replicas": 1, "beta_min": 1.0,
-                "m": BASE_M[case]}
+                "m": BASE_M[case], "sampler": "cgm"}
         for arm in args.arms:
             if arm == "trees":
                 ms = TREES[case][:2] if args.quick else TREES[case]
                 runs += [(f"{case} trees m={m}", {**base, "arm": arm, "m": m}) for m in ms]
+            elif arm == "samplers":
+                names = SAMPLERS[case][:1] if args.quick else SAMPLERS[case]
+                runs += [(f"{case} {name}", {**base, "arm": arm, "sampler": name}) for name in names]
             elif arm == "tempered":
-                ladders = TEMPERED[:1] if args.quick else TEMPERED
+                ladders = TEMPERED[case][:1] if args.quick else TEMPERED[case]
                 runs += [(f"{case} tempered K={k} beta_min={b}", {**base, "arm": arm, "replicas": k, "beta_min": b})
                          for k, b in ladders]
-            else:
+            elif case in COLLAPSED:
                 runs.append((f"{case} collapsed", {**base, "arm": arm}))
     return settings, runs
 
