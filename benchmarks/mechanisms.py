@@ -269,7 +269,7 @@ def render(saved: dict) -> str:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: Boston, 2 chains, 50 draws, one arm each")
-    p.add_argument("--cases", default=None, help=f"comma list from {list(CASES)}")
+    harness.add_cases_option(p, CASES)
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma list from {list(ARMS)}")
     p.add_argument("--chains", type=int, default=None, help="chains per arm (default 8; --quick: 2)")
     p.add_argument("--draws", type=int, default=None,
@@ -277,7 +277,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = harness.parse_report_args(p, argv, "mechanisms", timeout_min=60.0)
     if not harness.measuring(args):
         return args
-    args.cases = harness.choice_list(args.cases or ("boston" if args.quick else ",".join(CASES)), CASES, p, "case(s)")
+    args.cases = harness.chosen_cases(args, p, CASES, quick="boston")
     args.arms = harness.choice_list(args.arms, ARMS, p, "arm(s)")
     args.chains = args.chains or (2 if args.quick else 8)
     args.draws = args.draws or (50 if args.quick else None)

@@ -344,8 +344,8 @@ def render(saved: dict) -> str:
         "* **wall s**: 4 chains run two at a time on the 2 cores (set-up + the chains' summed seconds / 2) until "
         "the largest rank-normalised R-hat of f over 25 fixed test rows and the R-hat of σ, both from the first "
         "**k** kept draws of every chain, are below the threshold at k and at every later checkpoint of the run "
-        "(agreement that holds: an R-hat that dips below and rises again does not count); **RMSE** and **cov 90** (coverage of "
-        "the 90% intervals: of f for Friedman #1, predictive of y otherwise) from those k draws.",
+        "(agreement that holds: an R-hat that dips below and rises again does not count); **RMSE** and **cov 90** "
+        "(coverage of the 90% intervals: of f for Friedman #1, predictive of y otherwise) from those k draws.",
         "",
         *([f"* Note: {saved['meta']['note']}"] if saved["meta"].get("note") else []),
         "",
@@ -503,14 +503,14 @@ def figure(saved: dict, path: Path) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: Boston only, a 3 s budget")
-    p.add_argument("--cases", default=None, help=f"comma list from {list(CASES)}")
+    harness.add_cases_option(p, CASES)
     p.add_argument("--samplers", default=",".join(DEFAULT_OURS + PEERS + GFR_ONLY), help=f"comma list from {SAMPLERS}")
     p.add_argument("--budget", type=float, default=None,
                    help="wall seconds each arm's kept draws should fill (default 45; --quick: 3)")
     args = harness.parse_report_args(p, argv, "mixing", timeout_min=60.0)
     if not harness.measuring(args):
         return args
-    args.cases = harness.choice_list(args.cases or ("boston" if args.quick else ",".join(CASES)), CASES, p, "case(s)")
+    args.cases = harness.chosen_cases(args, p, CASES, quick="boston")
     args.samplers = harness.choice_list(args.samplers, SAMPLERS, p, "sampler(s)")
     args.budget = args.budget or (3.0 if args.quick else 45.0)
     return args

@@ -22,6 +22,7 @@ REPORTS = [
     "glm",
     "hypercube-mixing",
     "likelihood-cost",
+    "mechanisms",
     "mixing",
     "persistence",
     "routes",

@@ -67,9 +67,11 @@ from .report import (
 )
 from .run import (
     THREAD_VARS,
+    add_cases_option,
     add_harness_args,
     child_env,
     choice_list,
+    chosen_cases,
     finish,
     grid_main,
     int_list,
@@ -104,9 +106,11 @@ __all__ = [
     "ROOT",
     "SOURCE_PATHSPEC",
     "THREAD_VARS",
+    "add_cases_option",
     "add_harness_args",
     "child_env",
     "choice_list",
+    "chosen_cases",
     "column_table",
     "command_line",
     "contention_note",

@@ -401,6 +401,16 @@ def report_footer(saved: dict, label: Callable[[dict], str] | None = None, resul
     return notes + [source_line(saved["meta"]), ""]
 
 
+def add_cases_option(parser: argparse.ArgumentParser, cases) -> None:
+    """``--cases``: a comma list of ``cases``, its default resolved by :func:`chosen_cases`."""
+    parser.add_argument("--cases", default=None, help=f"comma list from {list(cases)}")
+
+
+def chosen_cases(args: argparse.Namespace, parser: argparse.ArgumentParser, cases, quick: str) -> list[str]:
+    """The checked ``--cases`` list: as given, else ``quick`` under ``--quick``, else every case."""
+    return choice_list(args.cases or (quick if args.quick else ",".join(cases)), cases, parser, "case(s)")
+
+
 def choice_list(s: str, choices, parser: argparse.ArgumentParser, what: str) -> list[str]:
     out = [x.strip() for x in s.split(",") if x.strip()]
     bad = [x for x in out if x not in choices]
