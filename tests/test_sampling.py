@@ -267,3 +267,32 @@ def test_a_fresh_chain_state_does_not_copy_the_rows():
     again = cloudpickle.loads(cloudpickle.dumps(step))
     np.testing.assert_array_equal(again.forest.perm, step.forest.perm)
     np.testing.assert_array_equal(again.f, step.f)
+
+
+def test_every_stat_has_the_shape_it_declares():
+    """A backend that honours declared shapes (PyMC's ZarrTrace) stacks each stat's per-draw values against its
+    ``stats_dtypes_shapes``: a vector stat declared as a scalar failed there ("expected array with shape (10,),
+    got (10, 3)", issue 45). The default backend allocates by dtype alone, so ``stats_dtypes`` keeps vectors as
+    objects."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(40, 3))
+    y = X[:, 0] + rng.normal(0.0, 0.1, 40)
+    seen = []
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=3, split_prior="dirichlet")
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", mu, sigma, observed=y)
+        step = pmt.CGMStep([mu])
+        pm.sample(tune=2, draws=3, chains=1, step=[step], random_seed=1, progressbar=False,
+                  compute_convergence_checks=False, callback=lambda trace, draw: seen.append(draw.stats))
+    ours = [next(s for s in stats if "mu_forest" in s) for stats in seen]  # the tree step's stats of each draw
+    vectors = 0
+    for name, (dtype, shape) in step.stats_dtypes_shapes.items():
+        if shape is None:
+            continue
+        stacked = np.stack([np.asarray(stats[name]) for stats in ours])
+        assert stacked.shape == (len(ours), *shape), name
+        if shape:
+            assert stacked.dtype == np.dtype(dtype) and step.stats_dtypes[0][name] is object, name
+            vectors += 1
+    assert vectors == 2  # mu_split_counts and mu_split_weights

@@ -130,9 +130,13 @@ class BaseTreeStep(ArrayStepShared):
         }
         self._stat_names = {k: f"{self.var_name}_{k}" for k in base}
         # "warning": PyMC logs a SamplerWarning found under this name in a draw's stats (as NUTS's divergences)
+        # the backends that read shapes (ZarrTrace) get the per-covariate stats as the vectors they are; the
+        # default backend, which allocates by dtype alone, keeps them as objects
+        vectors = {"split_counts": (np.int64, [self.p]), "split_weights": (np.float64, [self.p])}
         self.stats_dtypes_shapes = {"tune": (bool, []), "warning": (SamplerWarning, None),
-                                    **{self._stat_names[k]: (d, []) for k, d in base.items()}}
-        self.stats_dtypes = [{k: d for k, (d, _) in self.stats_dtypes_shapes.items()}]
+                                    **{self._stat_names[k]: vectors.get(k, (d, [])) for k, d in base.items()}}
+        self.stats_dtypes = [{"tune": bool, "warning": SamplerWarning,
+                              **{self._stat_names[k]: d for k, d in base.items()}}]
         super().__init__([value_var], shared, blocked=blocked, rng=rng)
         self.tune = True
         self.f = np.zeros((self.k, self.n))
