@@ -10,8 +10,9 @@
 #                                           #   stochtree on the same threads (16 first)
 #
 # Run from the repository root with the wheels in .whl (pymc, pytensor, arviz and its parts, bartz, stochtree, tbb,
-# tcmlib: carry .whl); results go to $OUT (gpu.json, gpu.md and a log per part). They are installed into the
-# machine's own environment, not with --target, so tbb's library lands where numba looks for it.
+# tcmlib: carry .whl; the cpu part needs only stochtree, tbb and tcmlib); results go to $OUT (gpu.json, gpu.md and a
+# log per part). They are installed into the machine's own environment, not with --target, so tbb's library lands
+# where numba looks for it.
 # QUICK=1 runs the same part with --quick on this machine (numba's CUDA simulator when no GPU), no install.
 set -uo pipefail
 part=${1:?"which part: gpu or cpu"}
