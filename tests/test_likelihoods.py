@@ -189,6 +189,7 @@ def test_pm_sample_with_a_potential_matches_enumeration():
     step = _tiny_logit_matches_enumeration(
         lambda mu, y: pm.Potential("loglik", pm.math.sum(y * mu - pt.softplus(mu))))
     assert step.working.family.startswith("PyTensor graph")
+    assert step.working.native is not None  # lowered: the sweep never calls Python
 
 
 def test_linear_term_with_nuts_is_recovered():

@@ -1,9 +1,16 @@
-"""Any elementwise likelihood, through a host object that evaluates it (the compiled PyTensor graph).
+"""Any elementwise likelihood, evaluated by its PyTensor graph: lowered to native code, else in Python.
 
 The working model, the proposal and the Metropolis-Hastings correction are those of
-:mod:`.families`; only the log-likelihood and its derivatives come from a Python host object instead
-of a numba family, called from the compiled driver through ``numba.objmode`` (about 10 us per call
-plus the host's own O(n) evaluation: correct for every elementwise likelihood, slower than a family).
+:mod:`.families`; only the log-likelihood and its derivatives come from the model's graph instead of a
+numba family. Two ways to evaluate it, chosen once per step (:class:`GraphWorkingModel`):
+
+* **native** (the default): the graph lowered by :mod:`.native` (PyTensor's numba backend): the sweep calls
+  its compiled code by address, without Python or the GIL;
+* **Python**, when the graph cannot be lowered (an op PyTensor's numba backend runs in object mode, such as the
+  trigamma in a Beta likelihood's curvature; a shared input that is not numeric): a Python host object
+  evaluates the compiled graph, called from the compiled driver through ``numba.objmode`` (about 10 us per
+  call plus the host's own evaluation). When only the derivatives cannot be lowered, the log-likelihood stays
+  native. The step warns, with the reason, when it takes this path.
 
 A host is registered under an integer key (:func:`register_host`) and provides
 ``derivs(f, grad, curv)``, filling the gradient of the log-likelihood in the BART value ``f`` and a
@@ -37,6 +44,7 @@ from ..engine.records import Pseudo
 from ..engine.tree import add_tree
 from .correction import CENTER_MAX, CENTER_STEPS, CENTER_TOL, metropolis, score_info, set_working_row
 from .family import score_root
+from .native import NativeGraph, graph_derivs, graph_loglik, lower
 
 if TYPE_CHECKING:
     from .gaussian import GaussianWorkingModel
@@ -66,11 +74,15 @@ def _host_loglik(key, f, out):
 
 
 class GraphLik(NamedTuple):
-    """Likelihood record of a host-evaluated likelihood: ``key`` of the host; ``mu0``, ``s2``, ``f``, ``g``,
-    ``z``, ``r``, ``w``, ``counts`` as in :class:`.families.FamilyLik`; ``x`` (n,) a point to
-    evaluate at; ``ll`` (1,) the log-likelihood at ``f``; ``ll_new`` (1,) at the proposal."""
+    """Likelihood record of a likelihood evaluated by its graph: ``fns`` how to call its lowered functions
+    (:attr:`.native.NativeGraph.fns`; empty: evaluate through the host ``key`` instead) and ``theta`` their
+    shared inputs (:mod:`.native`); ``mu0``, ``s2``, ``f``, ``g``, ``z``, ``r``, ``w``, ``counts`` as in
+    :class:`.families.FamilyLik`; ``x`` (n,) a point to evaluate at; ``ll`` (1,) the log-likelihood at
+    ``f``; ``ll_new`` (1,) at the proposal."""
 
     key: np.int64
+    fns: np.ndarray
+    theta: np.ndarray
     mu0: float
     s2: float
     f: np.ndarray
@@ -84,15 +96,22 @@ class GraphLik(NamedTuple):
     counts: np.ndarray
 
 
-def graph_lik(key: int, mu0: float, f, s2: float = 1.0) -> GraphLik:
+def graph_lik(key: int, mu0: float, f, s2: float = 1.0, native: NativeGraph | None = None) -> GraphLik:
     """A :class:`GraphLik` at the BART value ``f`` (its log-likelihood evaluated once here); ``mu0``, ``s2``:
-    the leaf prior."""
+    the leaf prior; ``native``: the lowered graph, else the host ``key`` evaluates it."""
     f = np.array(f, dtype=np.float64)
     n = f.shape[0]
-    lik = GraphLik(np.int64(key), float(mu0), float(s2), f, np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
-                   np.zeros(n), np.zeros(1), np.zeros(1), np.zeros(2, dtype=np.int64))
-    _host_loglik(key, f, lik.ll)
+    fns = native.fns if native is not None else np.zeros(0, dtype=np.int64)
+    theta = native.theta() if native is not None else np.zeros(0)
+    lik = GraphLik(np.int64(key), fns, theta, float(mu0), float(s2), f,
+                   np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(1), np.zeros(1),
+                   np.zeros(2, dtype=np.int64))
+    if native is None:
+        _host_loglik(key, f, lik.ll)
+    else:
+        lik.ll[0] = graph_loglik(fns, f, theta)
     return lik
+
 
 
 @numba.njit(cache=True)
@@ -109,8 +128,11 @@ def _pseudo(lik, j, tree):
         for i in range(g.shape[0]):
             lik.x[i] = lik.f[i] - g[i] + c
         # z holds the gradient until it is turned into the working response
-        with numba.objmode():
-            _host_derivs(lik.key, lik.x, lik.z, lik.w)
+        if lik.fns.shape[0] > 0 and lik.fns[2] != 0:  # derivatives lowered too
+            graph_derivs(lik.fns, lik.x, lik.theta, lik.z, lik.w)
+        else:
+            with numba.objmode():
+                _host_derivs(lik.key, lik.x, lik.z, lik.w)
         for i in range(g.shape[0]):
             set_working_row(lik, i, c, lik.z[i], lik.w[i])
         score, info = score_info(lik.w, lik.z, c)
@@ -130,8 +152,11 @@ def _accept(rng, lik, j, old, new, pseudo):
         lik.x[i] = lik.f[i] - lik.g[i]
         work += 0.5 * lik.w[i] * (lik.r[i] * lik.r[i] - d_old * d_old)
     add_tree(new, lik.x, 1.0)
-    with numba.objmode():
-        _host_loglik(lik.key, lik.x, lik.ll_new)
+    if lik.fns.shape[0] > 0:
+        lik.ll_new[0] = graph_loglik(lik.fns, lik.x, lik.theta)
+    else:
+        with numba.objmode():
+            _host_loglik(lik.key, lik.x, lik.ll_new)
     log_ratio = lik.ll_new[0] - lik.ll[0] + work
     if not metropolis(rng, lik.counts, log_ratio):
         return False
@@ -146,7 +171,8 @@ register_likelihood(GraphLik, _pseudo, _accept)
 
 class GraphWorkingModel:
     """The likelihood record of a BART variable under any elementwise likelihood, evaluated by the
-    compiled PyTensor graph of its log-likelihood (module docstring)."""
+    PyTensor graph of its log-likelihood: lowered to native code, else in Python with a warning that says
+    why (module docstring). ``native``: the lowered graph, or None; ``python_reason``: why not."""
 
     def __init__(self, gaussian: GaussianWorkingModel, center: float, reason: str):
         self.gaussian = gaussian
@@ -154,10 +180,31 @@ class GraphWorkingModel:
         self.family = f"PyTensor graph of {gaussian.observed_names}"
         self.reason = reason
         self._key = None
+        self._lower(warn=True)
+
+    def _lower(self, warn: bool) -> None:
+        inputs, outputs = self.gaussian._graph
+        native = lower(inputs, outputs, self.gaussian.observed_names)
+        self.native, self.python_reason = (native, None) if isinstance(native, NativeGraph) else (None, native)
+        if not warn:
+            return
+        if self.native is None:
+            warnings.warn(f"the likelihood {self.gaussian.observed_names} is evaluated in Python at every tree "
+                          f"update, several times slower than natively: {self.python_reason}", UserWarning,
+                          stacklevel=4)
+        elif self.native.derivs_reason is not None:
+            warnings.warn(f"the derivatives of the likelihood {self.gaussian.observed_names} are evaluated in Python "
+                          f"at every tree update (its log-likelihood natively): {self.native.derivs_reason}",
+                          UserWarning, stacklevel=4)
 
     def __getstate__(self):
-        # host keys are per process: a worker registers its own copy
-        return {**self.__dict__, "_key": None}
+        # host keys and native code are per process: a worker registers or lowers its own
+        return {**self.__dict__, "_key": None, "native": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.python_reason is None:
+            self._lower(warn=False)
 
     def constant_fit(self) -> float:
         """As :meth:`FamilyWorkingModel.constant_fit`, from the graph's derivatives."""
@@ -185,10 +232,10 @@ class GraphWorkingModel:
         return graph_lik(register_host(_FlatHost(), key=0), 0.0, np.zeros(4))
 
     def record(self, f: np.ndarray) -> GraphLik:
-        """The likelihood record at the BART value ``f``."""
+        """The likelihood record at the BART value ``f`` (the shared inputs' values as they are now)."""
         if self._key is None:
             self._key = register_host(self.gaussian)
-        return graph_lik(self._key, self.mu0, f, self.s2)
+        return graph_lik(self._key, self.mu0, f, self.s2, self.native)
 
     def sweep_input(self, f: np.ndarray, rng: np.random.Generator, threads: int = 1) -> GraphLik:
         """:meth:`record` (``rng`` and ``threads`` unused)."""
