@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numba
 import numpy as np
+import pytensor
 
 from ..engine.driver import register_likelihood
 from ..engine.records import Pseudo
@@ -174,13 +175,20 @@ class GraphWorkingModel:
     PyTensor graph of its log-likelihood: lowered to native code, else in Python with a warning that says
     why (module docstring). ``native``: the lowered graph, or None; ``python_reason``: why not."""
 
-    def __init__(self, gaussian: GaussianWorkingModel, center: float, reason: str):
+    def __init__(self, gaussian: GaussianWorkingModel, center: float, reason: str, compile_kwargs=None):
         self.gaussian = gaussian
         self.mu0, self.s2 = float(center), 1.0
         self.family = f"PyTensor graph of {gaussian.observed_names}"
         self.reason = reason
         self._key = None
         self._lower(warn=True)
+        kwargs = compile_kwargs or {}
+        if (self.native is None or self.native.derivs_reason is not None) and "mode" not in kwargs \
+                and pytensor.config.cxx:
+            # what stays in Python is evaluated at every tree: PyTensor's default numba backend runs ops it cannot
+            # compile (polygamma in a Gamma likelihood's Hessian) element by element in Python, 40x slower than
+            # its C backend on the gallery's Gamma model; use C when a compiler is there
+            gaussian.compile({**kwargs, "mode": "CVM"})
 
     def _lower(self, warn: bool) -> None:
         inputs, outputs = self.gaussian._graph

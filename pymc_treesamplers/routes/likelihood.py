@@ -32,7 +32,6 @@ from typing import Any, Protocol
 
 import numpy as np
 import pymc as pm
-import pytensor
 
 from .family import ROUTES, FamilyWorkingModel
 from .gaussian import GaussianWorkingModel
@@ -85,9 +84,4 @@ def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict
             reason = str(err)
     else:
         reason = "a pm.Potential depends on the BART value"
-    if "mode" not in gaussian_kwargs and pytensor.config.cxx:
-        # the graph is evaluated twice per tree: PyTensor's default numba backend runs ops it cannot
-        # compile (polygamma in a Gamma likelihood's Hessian) element by element in Python, 40x slower
-        # than its C backend on the gallery's Gamma model; use C when a compiler is there
-        gaussian.compile({**gaussian_kwargs, "mode": "CVM"})
-    return GraphWorkingModel(gaussian, center, reason)
+    return GraphWorkingModel(gaussian, center, reason, gaussian_kwargs)

@@ -39,7 +39,7 @@ import pytensor.tensor as pt
 from numba import types
 from numba.extending import intrinsic
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs
 
@@ -100,6 +100,23 @@ def lower(inputs: list, outputs: list, name) -> NativeGraph | str:
         shapes.append(value.shape)
         offset += size
     lowered = graph_replace(outputs, replace, strict=False)
+    for (f_seen, theta_seen, outs_seen), (fns, keep, derivs_reason) in _LOWERED:
+        # pm.sample builds its steps again at every call, with new shared variables but the same graph
+        if equal_computations(lowered, outs_seen, in_xs=[inputs[0], theta], in_ys=[f_seen, theta_seen]):
+            return NativeGraph(shared, shapes, fns, keep, derivs_reason)
+    native = _lowered(inputs, theta, lowered, shared, shapes, name)
+    if isinstance(native, NativeGraph):
+        _LOWERED.append(((inputs[0], theta, lowered), (native.fns.tolist(), native._keep, native.derivs_reason)))
+        del _LOWERED[:-_LOWERED_KEPT]
+    return native
+
+
+# the graphs lowered in this process (the latest few), with how to call their compiled code
+_LOWERED: list = []
+_LOWERED_KEPT = 16
+
+
+def _lowered(inputs, theta, lowered, shared, shapes, name) -> NativeGraph | str:
     loglik = _compiled([inputs[0], theta], lowered[0], _LOGLIK_RESULT, f"the likelihood of {name}")
     if isinstance(loglik, str):
         return loglik
