@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -rl --include='*.py' njit tests) | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
-	bench-routes bench-scale-readme bench-smctree bench-verify-raw bench-coldstart \
+	bench-routes bench-graph-route bench-scale-readme bench-smctree bench-verify-raw bench-coldstart \
 	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
@@ -94,6 +94,11 @@ bench-defaults: $(VENV)/.bench-installed
 # acceptance, ESS/s of f, held-out score (about 15 minutes)
 bench-routes: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.routes
+
+# likelihoods outside the families (softmax, ordinal, ZIP, censored, Beta, Weibull) on the graph route, lowered
+# and through Python, against pymc-bart: wall time and ESS per second (about 15 minutes)
+bench-graph-route: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.graph_route
 
 # single-tree SMC (SMCTreeClassifier/Regressor) against single-tree CGM, CART and a random forest, held out
 # (ionosphere, Boston; the top-down SMC paper's section 4); the quick one is a smoke run of a few minutes

@@ -20,6 +20,7 @@ REPORTS = [
     "ct-wu-quick",
     "defaults",
     "glm",
+    "graph-route",
     "hypercube-mixing",
     "likelihood-cost",
     "mechanisms",
