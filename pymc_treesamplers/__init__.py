@@ -31,6 +31,7 @@ from .results.plots import (
     plot_variable_inclusion,
 )
 from .results.predictive import predict, sample_posterior_predictive
+from .results.streamed import load_zarr
 from .steps.ct import CTBirthDeathStep
 from .steps.mh import CGMStep, GrowPruneStep
 from .steps.pg import PGBART, PGBARTStep
@@ -67,6 +68,7 @@ __all__ = [
     "plot_variable_inclusion",
     "plots",
     "jump_weights",
+    "load_zarr",
     "predict",
     "resample_jump_chain",
     "sample_posterior_predictive",
