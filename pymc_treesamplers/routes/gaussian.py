@@ -15,6 +15,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from ..engine.records import Pseudo
+from .native import working_curvature
 from .reading import SUPPORTED, OutputView
 
 
@@ -127,9 +128,8 @@ class GaussianWorkingModel:
         over the rows (0 if there is none), a safe weight the correction makes exact."""
         _, g, h = self._fn(f.astype(self._dtype))
         grad[:] = g
-        positive = h > 0.0
-        fill = float(np.median(h[positive])) if positive.any() else 0.0
-        curv[:] = np.where(positive, h, fill)
+        curv[:] = h
+        working_curvature(curv)
 
     corrected = False
 

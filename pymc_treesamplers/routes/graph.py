@@ -76,7 +76,7 @@ def _host_loglik(key, f, out):
 
 class GraphLik(NamedTuple):
     """Likelihood record of a likelihood evaluated by its graph: ``fns`` how to call its lowered functions
-    (:attr:`.native.NativeGraph.fns`; empty: evaluate through the host ``key`` instead) and ``theta`` their
+    (:attr:`.native.NativeGraph.fns`; a zero address: evaluate through the host ``key`` instead) and ``theta`` their
     shared inputs (:mod:`.native`); ``mu0``, ``s2``, ``f``, ``g``, ``z``, ``r``, ``w``, ``counts`` as in
     :class:`.families.FamilyLik`; ``x`` (n,) a point to evaluate at; ``ll`` (1,) the log-likelihood at
     ``f``; ``ll_new`` (1,) at the proposal."""
@@ -102,7 +102,7 @@ def graph_lik(key: int, mu0: float, f, s2: float = 1.0, native: NativeGraph | No
     the leaf prior; ``native``: the lowered graph, else the host ``key`` evaluates it."""
     f = np.array(f, dtype=np.float64)
     n = f.shape[0]
-    fns = native.fns if native is not None else np.zeros(0, dtype=np.int64)
+    fns = native.fns if native is not None else np.zeros(4, dtype=np.int64)
     theta = native.theta() if native is not None else np.zeros(0)
     lik = GraphLik(np.int64(key), fns, theta, float(mu0), float(s2), f,
                    np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(1), np.zeros(1),
@@ -112,7 +112,6 @@ def graph_lik(key: int, mu0: float, f, s2: float = 1.0, native: NativeGraph | No
     else:
         lik.ll[0] = graph_loglik(fns, f, theta)
     return lik
-
 
 
 @numba.njit(cache=True)
@@ -129,7 +128,7 @@ def _pseudo(lik, j, tree):
         for i in range(g.shape[0]):
             lik.x[i] = lik.f[i] - g[i] + c
         # z holds the gradient until it is turned into the working response
-        if lik.fns.shape[0] > 0 and lik.fns[2] != 0:  # derivatives lowered too
+        if lik.fns[2] != 0:  # derivatives lowered
             graph_derivs(lik.fns, lik.x, lik.theta, lik.z, lik.w)
         else:
             with numba.objmode():
@@ -153,7 +152,7 @@ def _accept(rng, lik, j, old, new, pseudo):
         lik.x[i] = lik.f[i] - lik.g[i]
         work += 0.5 * lik.w[i] * (lik.r[i] * lik.r[i] - d_old * d_old)
     add_tree(new, lik.x, 1.0)
-    if lik.fns.shape[0] > 0:
+    if lik.fns[0] != 0:
         lik.ll_new[0] = graph_loglik(lik.fns, lik.x, lik.theta)
     else:
         with numba.objmode():
