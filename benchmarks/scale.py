@@ -1,7 +1,8 @@
 """Scale: seconds per sweep and peak memory from 10^4 to 10^7 rows, 1 and 2 threads, against stochtree and pymc-bart.
 
     python -m benchmarks.scale [--quick] [--sizes 1e4,1e5,1e6,1e7]
-        [--arms pmt-1,pmt-2,stochtree-1,stochtree-2,pymc-bart] [--out docs/reports/scale-benchmark.md] [--json PATH]
+        [--arms pmt-1,pmt-2,readme-cgm-1,...,stochtree-1,stochtree-2,pymc-bart]
+        [--out docs/reports/scale-benchmark.md] [--json PATH]
     python -m benchmarks.scale --render-only [--quick | --json PATH]
 
 Issue 17's protocol: Friedman #1 (``datasets.friedman1_train_test``, seed 1234) with n = 10^4, 10^5,
@@ -24,12 +25,17 @@ machine), children one after the other:
   assignment (CGMStep for the trees, NormalScaleGibbs's slice update for sigma) and its default trace
   (the BART variable stored); the median time between callbacks (issue 27: at most 0.6x stochtree's
   sweep at 10^6 rows, 1 thread).
+* ``readme-<step>-<threads>``: the same model and trace with the tree step given, ``cgm``, ``growprune``,
+  ``reshape`` or ``pg`` (``pmt.CGMStep([mu], threads=t)``, ...), sigma still assigned by ``pm.sample``;
+  with ``t`` = 1 and 2 (and the process's thread pools at ``t``), what threads buy each sampler on the
+  README's model (issue 45: 2 threads >= 1.6x at 10^6 rows): ``make bench-threads``.
 * ``pymc-bart``: its PGBART step (1 thread; no thread option) with sigma by NUTS, at n <= 10^5 only
   (it keeps every particle's prediction of every row: at 10^6 rows that is out of reach); the
   median time between callbacks.
 
-B = 20, K = 30 at n <= 10^5; B = 20, K = 10 at 10^6; B = 5, K = 5 at 10^7 (``--quick``: n = 10^4 and
-10^5, B = 5, K = 10). A sweep's cost grows in the first sweeps, as the trees grow, then levels off.
+B = 20, K = 30 at n <= 10^5; B = 20, K = 10 at 10^6; B = 5, K = 5 at 10^7; PG (it redraws every tree
+whole, about 20 s a sweep at 10^6 rows) B = 3, K = 5 from 10^6 (``--quick``: n = 10^4 and 10^5, B = 5,
+K = 10). A sweep's cost grows in the first sweeps, as the trees grow, then levels off.
 A child whose process tree passes 20 GB of resident memory is stopped and reported as over the
 limit (the machine has 24 GB).
 
@@ -47,11 +53,17 @@ from benchmarks import harness
 from benchmarks.harness import fmt, md_table
 
 MODULE = "benchmarks.scale"
-ARMS = ["pmt-1", "pmt-2", "readme-1", "stochtree-1", "stochtree-2", "pymc-bart"]
+# the README's model with each tree step given explicitly, on 1 and 2 threads (issue 45's threads table)
+README_STEPS = {"cgm": "CGMStep", "growprune": "GrowPruneStep", "reshape": "ReshapeStep", "pg": "PGBARTStep"}
+README_ARMS = [f"readme-{s}-{t}" for s in README_STEPS for t in (1, 2)]
+ARMS = ["pmt-1", "pmt-2", "readme-1", *README_ARMS, "stochtree-1", "stochtree-2", "pymc-bart"]
 LABELS = {"pmt-1": "pmt GrowPrune, 1 thread", "pmt-2": "pmt GrowPrune, 2 threads",
           "readme-1": "pmt, the README's model and pm.sample's step assignment, 1 thread",
+          **{f"readme-{s}-{t}": f"pmt, the README's model, {README_STEPS[s]}(threads={t})"
+             for s in README_STEPS for t in (1, 2)},
           "stochtree-1": "stochtree, 1 thread", "stochtree-2": "stochtree, 2 threads",
           "pymc-bart": "pymc-bart (PGBART)"}
+PG_SWEEPS_FROM = 10**6  # PG redraws every tree whole: ~20 s a sweep at 10^6 rows, so fewer sweeps there
 SIZES = [10**4, 10**5, 10**6, 10**7]
 SEED, M, P = 1234, 200, 10
 PYMC_BART_MAX_N = 10**5
@@ -62,10 +74,12 @@ SPEEDUP_TARGET, SPEEDUP_FROM = 1.6, 10**6
 MEM_TARGET_GB, MEM_AT = 16.0, 10**7
 
 
-def sweeps_for(n: int, quick: bool) -> tuple[int, int]:
-    """(burn-in B, kept K) sweeps at ``n`` rows."""
+def sweeps_for(n: int, quick: bool, arm: str = "") -> tuple[int, int]:
+    """(burn-in B, kept K) sweeps at ``n`` rows (fewer for PG from :data:`PG_SWEEPS_FROM` rows)."""
     if quick:
         return 5, 10
+    if arm.startswith("readme-pg") and n >= PG_SWEEPS_FROM:
+        return 3, 5
     if n >= 10**7:
         return 5, 5
     return (20, 10) if n >= 10**6 else (20, 30)
@@ -98,6 +112,8 @@ def _fit_pymc(spec: dict, X, y) -> dict:
             sigma = pm.HalfNormal("sigma", float(y.std()))
             pm.Normal("y", mu, sigma, observed=y)
             keep, step = None, None
+            if arm != "readme-1":  # readme-<step>-<threads>: the tree step given, sigma still assigned
+                step = [getattr(pmt, README_STEPS[arm.split("-")[1]])([mu], threads=spec["threads"])]
         else:
             import pymc_treesamplers as pmt
 
@@ -181,7 +197,7 @@ def render(saved: dict) -> str:
         rows.append([f"{sp['n']:.0e}", LABELS[sp["arm"]], fmt(r["sweep_s"]), ratio, fmt(r["wall_s"]),
                      fmt(r["peak_rss_sum_mb"] / 1024)])
     lines += [md_table(["n", "arm", "s per sweep", "x stochtree (same threads)", "wall s", "peak GB"], rows), ""]
-    lines += ["## Targets (issues 17 and 27)", ""]
+    lines += ["## Targets (issues 17, 27 and 45)", ""]
     targets = []
     for n in st["sizes"]:
         for arm, t in (("pmt", 1), ("pmt", 2), ("readme", 1)):
@@ -196,10 +212,13 @@ def render(saved: dict) -> str:
                     targets.append([f"n = {n:.0e}, {what}: per sweep <= {RATIO_TARGET}x stochtree",
                                     f"stochtree: {_status(ref)}", "stochtree did not run"])
         one, two = by.get((n, "pmt-1")), by.get((n, "pmt-2"))
-        if n >= SPEEDUP_FROM and _ok(one) and _ok(two):
-            s = one["sweep_s"] / two["sweep_s"]
-            targets.append([f"n = {n:.0e}: 2 threads >= {SPEEDUP_TARGET}x faster than 1", fmt(s),
-                            "✅ met" if s >= SPEEDUP_TARGET else "❌ not met"])
+        for a, b, what in [("pmt-1", "pmt-2", "")] + [(f"readme-{s}-1", f"readme-{s}-2", f", README model, {step}")
+                                                      for s, step in README_STEPS.items()]:
+            r1, r2 = by.get((n, a)), by.get((n, b))
+            if n >= SPEEDUP_FROM and _ok(r1) and _ok(r2):
+                s = r1["sweep_s"] / r2["sweep_s"]
+                targets.append([f"n = {n:.0e}{what}: 2 threads >= {SPEEDUP_TARGET}x faster than 1", fmt(s),
+                                "✅ met" if s >= SPEEDUP_TARGET else "❌ not met"])
         if n == MEM_AT and (one or two):
             peak = max((r.get("peak_rss_sum_mb", 0) for r in (one, two) if r), default=0) / 1024
             fits = all(_ok(r) for r in (one, two) if r) and peak <= MEM_TARGET_GB
@@ -226,8 +245,8 @@ def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
     settings = {"quick": args.quick, "sizes": args.sizes, "arms": args.arms}
     runs = []
     for n in args.sizes:
-        tune, draws = sweeps_for(n, args.quick)
         for arm in args.arms:
+            tune, draws = sweeps_for(n, args.quick, arm)
             if arm == "pymc-bart" and n > PYMC_BART_MAX_N:
                 continue
             runs.append((f"n={n:.0e} {arm}", {"n": n, "arm": arm, "threads": int(arm[-1]) if arm[-1].isdigit() else 1,

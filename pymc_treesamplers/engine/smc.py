@@ -314,28 +314,31 @@ def _expand(rng, proposal, is_ref, ref, P, c, u, data, prior, lm, sc):
             split, v, cut = _draw_option(rng, sc, lw)
         if not split:
             return lw
-        mn, mx = code_range(data.codes[v], perm, s, e)
+        mn, mx = code_range(data.codes[v], perm, s, e, data.threads)
         _split(P, c, u, v, cut, mx - mn, data, prior, lm)
     else:  # prior and empirical proposals: the split decision and variable come from the prior
+        n_cuts = 0
         if is_ref:
             o = P.ref_map[u]
             split = ref.ints[o, LEFT] >= 0
             if split:
                 v = ref.ints[o, VAR]
                 cut = ref.ints[o, CUT]
+                mn, mx = code_range(data.codes[v], perm, s, e, data.threads)
+                n_cuts = mx - mn
         else:
             split = lwavail > NEG_INF and rng.random() < math.exp(log_psplit(prior, d))
             if split:
-                v, cut, _ = draw_split_rule(rng, data, perm, s, e, sc.scratch_p)
+                # the rule draw took the node's code range of v: one pass over its rows fewer
+                v, cut, n_cuts = draw_split_rule(rng, data, perm, s, e, sc.scratch_p)
                 if proposal == PROPOSAL_EMPIRICAL:
                     cut = _draw_empirical_cut(rng, data.codes[v], perm, s, e, sc.present)
         if not split:
             return 0.0
-        mn, mx = code_range(data.codes[v], perm, s, e)
         if proposal == PROPOSAL_EMPIRICAL:
             n_gaps, lo, hi = _gaps(data.codes[v], perm, s, e, sc.present, cut, -1)
-            lw = math.log(n_gaps * (hi - lo)) - math.log(mx - mn)  # prior cut prob / proposal cut prob
-        lw += _split(P, c, u, v, cut, mx - mn, data, prior, lm)
+            lw = math.log(n_gaps * (hi - lo)) - math.log(n_cuts)  # prior cut prob / proposal cut prob
+        lw += _split(P, c, u, v, cut, n_cuts, data, prior, lm)
     if is_ref:
         P.ref_map[P.nn[c] - 2] = ref.ints[P.ref_map[u], LEFT]
         P.ref_map[P.nn[c] - 1] = ref.ints[P.ref_map[u], RIGHT]
@@ -464,12 +467,15 @@ def resample(rng, scheme, conditional, P):
 @numba.njit(cache=True, nogil=True)
 def smc_init(P, C, root, prior, lm):
     """Start ``C`` particles as single leaves holding the rows of ``root`` (a tree whose node 0 is
-    its root: its row order and available split weight are taken), scored by the leaf model ``lm``."""
+    its root: its row order and available split weight are taken), scored by the leaf model ``lm``.
+    The root's statistics are one pass, shared: every particle starts from the same rows."""
     n = root.perm.shape[0]
+    _node_stats(P, 0, ROOT, lm, root.perm, ROOT, NODE_INT(n), prior)
     for c in range(C):
         set_leaf(particle(P, c), ROOT, NO_NODE, ROOT, ROOT, NODE_INT(n), root.floats[0, LWAVAIL])
         copy_perm(root, particle(P, c))
-        _node_stats(P, c, ROOT, lm, root.perm, ROOT, NODE_INT(n), prior)
+        if c > 0:
+            P.stats[c, ROOT, :] = P.stats[0, ROOT, :]
         P.nn[c] = 1
         P.head[c] = 0
         P.logw[c] = 0.0
