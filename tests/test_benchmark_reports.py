@@ -39,6 +39,7 @@ REPORTS = [
     "smctree-benchmark",
     "smctree-benchmark-quick",
     "speed",
+    "threads",
 ]
 
 
