@@ -13,18 +13,17 @@ import pytest
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.updates.gfr import new_gfr_scratch
-from pymc_treesamplers.predictive import _extended, leaf_positions
 from pymc_treesamplers.storage import decode_forest
 from tests.helpers.exact import (
     empirical,
     exact_pair_posterior,
     exact_partition_posterior,
-    partition_key,
     partition_keys_from_values,
     tiny_data,
     tv_distance,
     tv_threshold,
 )
+from tests.helpers.fits import forest_partition_keys
 from tests.helpers.kernel_chain import chain_draws
 from tests.helpers.samplers import MAIN
 
@@ -120,7 +119,7 @@ def test_warm_start_kept_pairs_match_enumeration(s):
     options = s.options | s.pm_sample[4] | {"warm_start": WARM}
     idata = _sample(s.step, options, codes, r, 1.0, 2, PAIR_KEPT * PAIR_THIN, 1)
     exact = exact_pair_posterior(codes, r, np.ones(PAIR_ROWS), 0.95, 2.0, 0.0, 1.0)
-    tv, threshold = _tv_check(exact, _pair_keys(idata, codes, PAIR_THIN))
+    tv, threshold = _tv_check(exact, forest_partition_keys(idata, "mu", codes, PAIR_THIN))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
 
 
@@ -179,17 +178,6 @@ def _sample(step_cls, options, codes, r, sigma, m, draws, seed, tune=TUNE, chain
         pm.Normal("y", mu, sigma, observed=r)
         return pm.sample(tune=tune, draws=draws, chains=chains, cores=1, random_seed=seed, progressbar=False,
                          step=[step_cls([mu], **options)], compute_convergence_checks=False, **kwargs)
-
-
-def _pair_keys(idata, codes, thin):
-    X = _extended(np.ascontiguousarray(codes, dtype=float))
-    keys = []
-    for text in idata.sample_stats["mu_forest"].values.reshape(-1)[::thin]:  # one chain
-        p, counts, var, val = decode_forest(str(text))
-        leaf = np.empty((counts.shape[0], X.shape[0]), dtype=np.int64)
-        leaf_positions(counts, var, val, X, leaf, 2 * p)
-        keys.append(tuple(partition_key(row) for row in leaf))
-    return keys
 
 
 # ------------------------------------------------------------------------------------ GFRRegressor

@@ -19,6 +19,7 @@ from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from ..engine.prior import sample_prior_tree
 from ..engine.splitprior import DirichletSplitPrior, prior_split_weights
+from .basis import basis_spec
 from .binning import number_labels, split_columns
 from .callers import calling_model, check_method, inside_posterior_predictive
 from .covariates import as_data_array, bart_spec
@@ -35,7 +36,7 @@ __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 LINK_K = {"logit": 0.75, "probit": 2.0, "count": 2.0, "positive": 3.0, "log": 2.0}
 
 _BART_PROPS = ("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
-               "categorical", "number_categories")
+               "categorical", "number_categories", "basis_scale", "basis_constant")
 
 
 class BARTRV(RandomVariable):
@@ -49,7 +50,7 @@ class BARTRV(RandomVariable):
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
                  split_points="data", k=2.0, auto_leaf=(False, False, False), categorical=(), number_categories=(),
-                 **kwargs):
+                 basis_scale=1.0, basis_constant=1.0, **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -69,6 +70,10 @@ class BARTRV(RandomVariable):
         self.categorical = tuple(int(j) for j in categorical)
         # those of them that X holds as numbers, coded when read (split_rules "OneHotSplit": :meth:`coded`)
         self.number_categories = tuple(int(j) for j in number_categories)
+        # a leaf basis's scale and constant value (0: it varies), for the defaults of its coefficient's prior
+        # (model/basis.py); 1, 1 without a basis
+        self.basis_scale = float(basis_scale)
+        self.basis_constant = float(basis_constant)
         super().__init__(**kwargs)
 
     def coded(self, X) -> np.ndarray:
@@ -97,11 +102,12 @@ class BARTRV(RandomVariable):
         """
         if constant_fit is None:
             return self.mu0, self.sigma_mu
-        mu0 = constant_fit / self.m if self.auto_leaf[0] else self.mu0
+        # with a leaf basis the constant fit is already the coefficient's; a basis that varies centres it at 0
+        mu0 = (constant_fit / self.m if self.basis_constant else 0.0) if self.auto_leaf[0] else self.mu0
         if not self.auto_leaf[1] or scale == "identity":
             return float(mu0), float(self.sigma_mu)
         k = LINK_K.get(scale, self.k) if self.auto_leaf[2] else self.k
-        return float(mu0), float(3.0 / (k * np.sqrt(self.m)))
+        return float(mu0), float(3.0 / (k * np.sqrt(self.m)) / self.basis_scale)
 
     @property
     def sparse(self) -> DirichletSplitPrior | None:
@@ -281,6 +287,14 @@ class BART(Distribution):
         ``"SubsetSplit"`` is refused.
     response : str, optional
         pymc-bart's leaf type: ``"constant"`` (the only one here); ``"linear"`` and ``"mix"`` are refused.
+    leaf_basis : (n,) array or pm.Data, optional
+        A basis column ``w``: each leaf then holds a coefficient and the trees contribute ``w * F(X)`` (a
+        varying coefficient; with a treatment column, its effect: docs/basis.md). ``BART`` then returns that
+        term, ``w * F``, for the likelihood, while the model's variable ``name`` (and the trace, and
+        :func:`~pymc_treesamplers.predict`) hold the coefficient ``F``. The leaf prior's defaults are the
+        coefficient's: ``sigma_mu`` divided by the root mean square of ``w``; ``mu0`` divided by ``w`` when
+        it is one constant, else 0. ``pm.Data`` may be changed by ``pm.set_data`` for predictions. One
+        column only for now.
     separate_trees : bool, optional
         pymc-bart's: with several outputs each has its own forest (``True``, the only choice here);
         ``False`` is refused.
@@ -314,6 +328,7 @@ class BART(Distribution):
         separate_trees=None,
         response=None,
         split_rules=None,
+        leaf_basis=None,
         **kwargs,
     ):
         if k in ("constant", "linear", "mix", "motr"):  # pymc-bart's positional order after beta: response,
@@ -322,12 +337,22 @@ class BART(Distribution):
                 raise TypeError(f"BART got response twice ({k!r} in k's place, pymc-bart's position, and by keyword)")
             response, split_rules, split_prior, k, mu0, sigma_mu = k, mu0, sigma_mu, None, None, None
         one_hot = _pymc_bart_keywords(response, split_rules, X)
+        Ya = np.asarray(as_data_array(Y, "Y"))
+        # (a Y that is not a vector is refused by bart_spec, by name)
+        basis = None if leaf_basis is None or Ya.ndim != 1 else basis_spec(leaf_basis, Ya.shape[0])
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
                                  split_prior=split_prior, max_bins=max_bins, split_points=split_points,
-                                 number_categories=one_hot)
+                                 number_categories=one_hot,
+                                 **({} if basis is None else {"basis_scale": basis.scale,
+                                                              "basis_constant": basis.constant}))
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
-        return super().__new__(cls, name, X_in, np.asarray(as_data_array(Y, "Y")), op_kwargs=op_kw,
-                               separate_trees=separate_trees, **kwargs)
+        rv = super().__new__(cls, name, X_in, Ya, op_kwargs=op_kw, separate_trees=separate_trees, **kwargs)
+        if basis is None:
+            return rv
+        # the model's variable is the coefficient; the likelihood reads its contribution (model/basis.py)
+        term = basis.tensor * rv
+        term.name = f"{name}_term"
+        return term
 
     @classmethod
     def dist(cls, X, Y, op_kwargs=None, shape=None, size=None, separate_trees=None, **kwargs):

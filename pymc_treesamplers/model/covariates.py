@@ -36,7 +36,7 @@ def as_data_array(x, what: str) -> np.ndarray:
 
 
 _OPTIONS = dict(m=200, alpha=0.95, beta=2.0, k=None, mu0=None, sigma_mu=None, split_prior=None, max_bins=256,
-                split_points="data", number_categories=())
+                split_points="data", number_categories=(), basis_scale=1.0, basis_constant=1.0)
 
 
 def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -45,7 +45,9 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
     ``options`` are the keyword arguments of :func:`pymc_treesamplers.BART` (defaults as there). Defaults (Chipman
     et al. 2010, on the scale of Y): ``mu0 = mean(Y)/m``, ``sigma_mu = (max(Y) - min(Y)) / (2 k sqrt(m))``
     (under a non-Gaussian likelihood the step moves defaulted values to the link scale:
-    :meth:`pymc_treesamplers.model.bart.BARTRV.leaf_prior`).
+    :meth:`pymc_treesamplers.model.bart.BARTRV.leaf_prior`). With a leaf basis (``basis_scale``, ``basis_constant``
+    from :func:`~pymc_treesamplers.model.basis.basis_spec`) the defaults are for its coefficient: ``sigma_mu``
+    divided by the basis's scale, ``mu0`` divided by its constant value, or 0 for a basis that varies.
 
     >>> X, Y, kw = bart_spec(np.arange(6.0)[:, None], np.arange(6.0), m=4)
     >>> kw["mu0"], kw["sigma_mu"]
@@ -116,11 +118,12 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
             raise ValueError("split_prior must give at least one column a positive weight")
         split_prior = tuple(sp.tolist())
     auto_leaf = (mu0 is None, sigma_mu is None, auto_k)
+    basis_scale, basis_constant = float(opts["basis_scale"]), float(opts["basis_constant"])
     if mu0 is None:
-        mu0 = float(Ya.mean()) / m
+        mu0 = float(Ya.mean()) / m / basis_constant if basis_constant else 0.0
     if sigma_mu is None:
         spread = float(Ya.max() - Ya.min())
-        sigma_mu = spread / (2.0 * k * np.sqrt(m)) if spread > 0 else 1.0 / np.sqrt(m)
+        sigma_mu = (spread / (2.0 * k * np.sqrt(m)) if spread > 0 else 1.0 / np.sqrt(m)) / basis_scale
     if not np.isfinite(mu0):
         raise ValueError(f"mu0 must be finite, got {mu0}")
     if not (np.isfinite(sigma_mu) and sigma_mu > 0):
@@ -138,6 +141,8 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         auto_leaf=auto_leaf,
         categorical=categorical,
         number_categories=number_categories,
+        basis_scale=basis_scale,
+        basis_constant=basis_constant,
     )
     return Xa, Ya, kw
 

@@ -39,6 +39,7 @@ import numpy as np
 
 __all__ = [
     "empirical",
+    "basis_leaf_term",
     "dirichlet_multinomial_term",
     "exact_log_evidence",
     "exact_pair_posterior",
@@ -346,15 +347,39 @@ def _gaussian_logpdf(r, mean, cov) -> float:
     return float(-0.5 * z @ z - np.log(np.diag(chol)).sum() - 0.5 * len(r) * math.log(2 * math.pi))
 
 
+def basis_leaf_term(r, w, basis, mu0, sigma_mu) -> Callable[[np.ndarray], float]:
+    """``leaf_term`` of leaves that hold a coefficient on a basis: ``r_i ~ N(basis_i . beta, 1 / w_i)`` with
+    ``beta ~ N(mu0, sigma_mu^2 I)`` (``basis`` (n,) or (n, d)): the leaf's rows are jointly Gaussian with mean
+    ``B mu0`` and covariance ``diag(1 / w) + sigma_mu^2 B B^T``, written out here and not by sufficient
+    statistics (the package's route divides by the basis; this does not). Needs ``w > 0``.
+
+    Example:
+        >>> term = basis_leaf_term([0.0], [1.0], [[1.0]], 0.0, 1.0)
+        >>> round(term(np.array([0])), 6) == round(-0.5 * math.log(2 * math.pi * 2.0), 6)
+        True
+    """
+    r, w = np.asarray(r, dtype=float), np.asarray(w, dtype=float)
+    B = np.asarray(basis, dtype=float).reshape(len(r), -1)
+
+    def term(rows: np.ndarray) -> float:
+        b = B[rows]
+        cov = np.diag(1.0 / w[rows]) + sigma_mu**2 * b @ b.T
+        return _gaussian_logpdf(r[rows], b @ np.full(b.shape[1], mu0), cov)
+
+    return term
+
+
 def exact_pair_posterior(
-    codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float, split_weights=None
+    codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float, split_weights=None, basis=None
 ) -> dict[tuple[Key, Key], float]:
     """Exact posterior of the row partitions ``(P1, P2)`` of a sum of two trees, by enumeration.
 
     The trees are independent under the prior; given them, ``r = g1 + g2 + noise`` with every leaf
     value ``N(mu0, sigma_mu^2)`` independently and noise ``N(0, 1 / w_i)``, so ``r`` is Gaussian
     with mean ``2 mu0`` and covariance ``diag(1 / w) + sigma_mu^2 (A1 + A2)``, ``A_k[i, i'] = 1``
-    when rows ``i`` and ``i'`` share a leaf of tree ``k``. Needs ``w > 0``.
+    when rows ``i`` and ``i'`` share a leaf of tree ``k``. Needs ``w > 0``. ``basis`` (n,): every leaf value
+    multiplies it (a leaf basis of one column), so the mean is ``2 mu0 basis`` and ``A_k`` is scaled by
+    ``basis_i basis_i'``.
 
     Example:
         >>> post = exact_pair_posterior([[0], [1]], [0.0, 1.0], [1.0, 1.0], 0.5, 2.0, 0.0, 1.0)
@@ -368,12 +393,14 @@ def exact_pair_posterior(
     prior = exact_partition_prior(codes, alpha, beta, split_weights)
     same = {k: np.equal.outer(np.array(k), np.array(k)).astype(float) for k in prior}
     base = np.diag(1.0 / w)
+    b = np.ones(len(r)) if basis is None else np.asarray(basis, dtype=float)
     s2 = sigma_mu**2
+    outer = np.outer(b, b)
     log_post = {}
     for k1, p1 in prior.items():
         for k2, p2 in prior.items():
-            cov = base + s2 * (same[k1] + same[k2])
-            log_post[(k1, k2)] = math.log(p1) + math.log(p2) + _gaussian_logpdf(r, 2 * mu0, cov)
+            cov = base + s2 * outer * (same[k1] + same[k2])
+            log_post[(k1, k2)] = math.log(p1) + math.log(p2) + _gaussian_logpdf(r, 2 * mu0 * b, cov)
     log_z = _log_sum(log_post.values())
     return {k: math.exp(v - log_z) for k, v in log_post.items()}
 

@@ -1,9 +1,13 @@
 """Small PyMC fits shared by the end-to-end tests."""
 
+import numpy as np
 import pymc as pm
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
+from pymc_treesamplers.predictive import _extended, leaf_positions
+from pymc_treesamplers.storage import decode_forest
+from tests.helpers.exact import partition_key
 
 
 def fit_friedman(step_cls=None, options=None, seed=1, chains=2, cores=1, draws=50, tune=50, n=100, m=10):
@@ -21,3 +25,16 @@ def fit_friedman(step_cls=None, options=None, seed=1, chains=2, cores=1, draws=5
         idata = pm.sample(tune=tune, draws=draws, chains=chains, cores=cores, random_seed=seed, step=step,
                           progressbar=False, compute_convergence_checks=False)
     return model, X, idata
+
+
+def forest_partition_keys(idata, var, codes, thin):
+    """Each kept draw's row partition per tree, read from the stored forests of ``var`` (one chain, every
+    ``thin``-th draw): a tuple of one :func:`~tests.helpers.exact.partition_key` per tree."""
+    X = _extended(np.ascontiguousarray(codes, dtype=float))
+    keys = []
+    for text in idata.sample_stats[f"{var}_forest"].values.reshape(-1)[::thin]:
+        p, counts, vars_, vals = decode_forest(str(text))
+        leaf = np.empty((counts.shape[0], X.shape[0]), dtype=np.int64)
+        leaf_positions(counts, vars_, vals, X, leaf, 2 * p)
+        keys.append(tuple(partition_key(row) for row in leaf))
+    return keys
