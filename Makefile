@@ -11,7 +11,7 @@ export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_tree
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
 	bench-routes bench-graph-route bench-scale-readme bench-threads bench-smctree bench-verify-raw bench-coldstart \
-	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
+	bench-causal 	bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
 $(STAMP): pyproject.toml
@@ -153,6 +153,10 @@ bench-threads: $(VENV)/.bench-installed
 # pymc-bart (about 10 minutes)
 bench-coldstart: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.coldstart
+
+# causal forests by composition (leaf_basis) against stochtree's BCFModel, Hahn et al.'s design (about 25 minutes)
+bench-causal: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.causal
 
 # non-Gaussian sweeps vs the Gaussian one, and the noise-scale step vs NUTS (Friedman #1, n = 10,000, m = 200)
 bench-likelihoods: $(VENV)/.bench-installed
