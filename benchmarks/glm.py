@@ -63,10 +63,9 @@ def hetero_data(seed: int, n: int = 500, p: int = 5):
     return draw(n), draw(n)
 
 
-def _hetero(spec: dict) -> dict:
-    from scipy import special, stats
-
-    (Xtr, _, _, ytr), (Xte, fte, ste, yte) = hetero_data(spec["seed"])
+def fit_hetero(spec: dict, Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray) -> tuple:
+    """A mean and a log-sd function fitted by ``spec["method"]`` (one of :data:`HETERO_METHODS`; ``m`` trees in each,
+    the MCMC sizes and seed of ``spec``): draws (draws, rows) of both at ``Xte``, the wall time and extra stats."""
     if spec["method"] == "ours-cgm":
         import pymc as pm
 
@@ -81,8 +80,8 @@ def _hetero(spec: dict) -> dict:
                               random_seed=spec["seed"], step=[pmt.CGMStep([mean]), pmt.CGMStep([logsd])],
                               progressbar=False, compute_convergence_checks=False)
         wall = time.perf_counter() - t0
-        m_draws = np.asarray(pmt.predict(idata, Xte, "mean")).reshape(-1, len(yte))
-        s_draws = np.asarray(pmt.predict(idata, Xte, "logsd")).reshape(-1, len(yte))
+        m_draws = np.asarray(pmt.predict(idata, Xte, "mean")).reshape(-1, len(Xte))
+        s_draws = np.asarray(pmt.predict(idata, Xte, "logsd")).reshape(-1, len(Xte))
         extra = {"mh_accept": float(idata.sample_stats["logsd_mh_accept"].mean())}
     elif spec["method"] in ("ours-cgm-outputs", "pymc-bart"):
         # the gallery's form: one BART with two outputs, mean and log sd; pymc-bart fitted transductively
@@ -94,9 +93,9 @@ def _hetero(spec: dict) -> dict:
             import pymc_treesamplers as pkg
         else:
             import pymc_bart as pkg
-        k = len(ytr)
+        k, n_te = len(ytr), len(Xte)
         X_fit = Xtr if ours else np.vstack([Xtr, Xte])
-        Y_fit = ytr if ours else np.concatenate([ytr, np.full(len(Xte), ytr.mean())])
+        Y_fit = ytr if ours else np.concatenate([ytr, np.full(n_te, ytr.mean())])
         run = {"random_seed": spec["seed"], "progressbar": False, "compute_convergence_checks": False}
         t0 = time.perf_counter()
         with pm.Model():
@@ -106,8 +105,8 @@ def _hetero(spec: dict) -> dict:
                               step=[pkg.CGMStep([w])] if ours else None, **run)
         wall = time.perf_counter() - t0
         both = np.asarray(pkg.predict(idata, Xte, "w")) if ours else np.asarray(idata.posterior["w"].values)[..., k:]
-        m_draws = both[:, :, 0].reshape(-1, len(yte))
-        s_draws = both[:, :, 1].reshape(-1, len(yte))
+        m_draws = both[:, :, 0].reshape(-1, n_te)
+        s_draws = both[:, :, 1].reshape(-1, n_te)
         extra = {"mh_accept": float(idata.sample_stats["w_mh_accept"].mean())} if ours else {}
     else:
         from stochtree import BARTModel
@@ -123,9 +122,22 @@ def _hetero(spec: dict) -> dict:
         # the variance forest's prediction is the variance per row and draw
         s_draws = 0.5 * np.log(np.asarray(pred["variance_forest_predictions"]).T)
         extra = {}
+    return m_draws, s_draws, wall, extra
+
+
+def hetero_log_score(yte: np.ndarray, m_draws: np.ndarray, s_draws: np.ndarray) -> float:
+    """Mean over held-out rows of the log posterior predictive density of a Normal with these mean and log-sd
+    draws (draws, rows)."""
+    from scipy import special, stats
+
     logp = stats.norm.logpdf(yte, m_draws, np.exp(s_draws))
-    log_score = float(np.mean(special.logsumexp(logp, axis=0) - np.log(logp.shape[0])))
-    return {"wall_s": wall, "log_score": log_score,
+    return float(np.mean(special.logsumexp(logp, axis=0) - np.log(logp.shape[0])))
+
+
+def _hetero(spec: dict) -> dict:
+    (Xtr, _, _, ytr), (Xte, fte, ste, yte) = hetero_data(spec["seed"])
+    m_draws, s_draws, wall, extra = fit_hetero(spec, Xtr, ytr, Xte)
+    return {"wall_s": wall, "log_score": hetero_log_score(yte, m_draws, s_draws),
             "rmse_mean": float(np.sqrt(np.mean((m_draws.mean(axis=0) - fte) ** 2))),
             "rmse_log_sd": float(np.sqrt(np.mean((s_draws.mean(axis=0) - ste) ** 2))), **extra}
 

@@ -171,6 +171,9 @@ def test_the_leaf_prior_defaults_are_the_coefficients():
         pmt.BART("treat", X, y, m=4, leaf_basis=np.tile([0.0, 1.0], 4))
         pmt.BART("half", X, y, m=4, leaf_basis=np.full(8, 0.5))
     plain_op, treat_op, half_op = (model[name].owner.op for name in ("plain", "treat", "half"))
+    start = model.initial_point()  # each coefficient starts where its leaves centre it
+    assert (start["treat"] == 0.0).all() and np.allclose(start["half"], 2.0 * y.mean())
+    assert np.allclose(start["plain"], y.mean())
     assert treat_op.sigma_mu == pytest.approx(plain_op.sigma_mu * np.sqrt(2.0))
     assert treat_op.mu0 == 0.0
     assert half_op.mu0 == pytest.approx(2.0 * plain_op.mu0) and half_op.sigma_mu == pytest.approx(2 * plain_op.sigma_mu)

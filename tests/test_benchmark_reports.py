@@ -14,6 +14,7 @@ REPORTS = [
     "benchmarks-quick",
     "california-shipped",
     "california-shipped-quick",
+    "causal",
     "coldstart",
     "ct-horizon-sweep",
     "ct-wu",

@@ -206,7 +206,8 @@ def _pymc_bart_keywords(response, split_rules, X) -> tuple[int, ...]:
     the columns whose values are category labels (``"OneHotSplit"``)."""
     if response is not None and response != "constant":
         raise ValueError(f"response={response!r} (pymc-bart's leaves that are linear in X) is not available: leaves "
-                         "here are constants (response='constant', the default)")
+                         "here are constants (response='constant', the default), or a coefficient on one column "
+                         "you choose (leaf_basis=x, docs/basis.md)")
     if split_rules is None:
         return ()
     if isinstance(split_rules, (str, type)) or not hasattr(split_rules, "__len__"):
@@ -286,7 +287,8 @@ class BART(Distribution):
         category labels: "this value or another", as a pandas category column would split);
         ``"SubsetSplit"`` is refused.
     response : str, optional
-        pymc-bart's leaf type: ``"constant"`` (the only one here); ``"linear"`` and ``"mix"`` are refused.
+        pymc-bart's leaf type: ``"constant"`` (the only one here); ``"linear"`` and ``"mix"`` are refused (see
+        ``leaf_basis``).
     leaf_basis : (n,) array or pm.Data, optional
         A basis column ``w``: each leaf then holds a coefficient and the trees contribute ``w * F(X)`` (a
         varying coefficient; with a treatment column, its effect: docs/basis.md). ``BART`` then returns that
@@ -407,7 +409,10 @@ class BART(Distribution):
         # from the shapes alone: ``zeros_like(rv)`` made PyMC's initial point draw a whole prior
         # forest (m trees over every row: ~50 s at 10^7 rows) only to read its shape
         n = X.shape[-2]
+        op = rv.owner.op
+        # a leaf basis's coefficient starts where its trees' leaves centre it (0 for a basis that varies)
+        start = pt.mean(Y) if (op.basis_scale, op.basis_constant) == (1.0, 1.0) else op.m * op.mu0
         if rv.type.ndim == 1:
-            return pt.alloc(pt.mean(Y), n)
+            return pt.alloc(start, n)
         k = rv.type.shape[0] if rv.type.shape[0] is not None else size[0]
-        return pt.alloc(pt.mean(Y), k, n)
+        return pt.alloc(start, k, n)
