@@ -220,3 +220,22 @@ def test_a_bad_basis_is_refused_by_name(basis, error, match):
     codes, r, _ = tiny_data(0)
     with pm.Model(), pytest.raises(error, match=match):
         pmt.BART("mu", codes.astype(float), r, m=1, leaf_basis=basis)
+
+
+def test_the_warm_start_and_prior_predictive_take_the_basis():
+    """A grow-from-root warm start sweeps the coefficient's pseudo-data too; prior predictive draws of the term are
+    the basis times the coefficient's prior draws."""
+    codes, r, _ = tiny_data(0)
+    with pm.Model():
+        term = pmt.BART("mu", codes.astype(float), r, m=3, leaf_basis=BASIS)
+        pm.Deterministic("term", term)
+        prior = pm.sample_prior_predictive(draws=5, random_seed=1).prior
+    np.testing.assert_allclose(prior["term"].values, BASIS * prior["mu"].values)
+    with pm.Model():
+        term = pmt.BART("mu", codes.astype(float), r, m=3, leaf_basis=BASIS)
+        pm.Normal("y", term, 0.5, observed=r)
+        step = pmt.CGMStep([pm.modelcontext(None)["mu"]], warm_start=5)
+        idata = pm.sample(tune=10, draws=5, chains=1, step=[step], random_seed=2, progressbar=False,
+                          compute_convergence_checks=False, discard_tuned_samples=False)
+    assert idata.warmup_sample_stats["mu_warm"].values[0, :5].all()
+    assert np.isfinite(idata.posterior["mu"].values).all()

@@ -41,6 +41,8 @@ REPORTS = [
     "smctree-benchmark-quick",
     "speed",
     "threads",
+    "variance",
+    "varying",
 ]
 
 
