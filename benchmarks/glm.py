@@ -244,7 +244,8 @@ def parse_args(argv: list[str]):
                                    timeout_min=40.0)
 
 
-def _describe(res: dict) -> str:
+def describe(res: dict) -> str:
+    """A fit's status line: its held-out log score and wall time (also benchmarks/variance.py's)."""
     return f"log score {res['log_score']:.4g}, wall {res['wall_s']:.3g} s"
 
 
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     if "hetero" in args.cases:
         runs += [(f"hetero {m} {s}", {"case": "hetero", "method": m, "seed": s, "m": st["hetero_m"], **mcmc})
                  for s in range(st["hetero_seeds"]) for m in HETERO_METHODS]
-    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, _describe), render)
+    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, describe), render)
 
 
 if __name__ == "__main__":

@@ -81,10 +81,6 @@ def parse_args(argv: list[str]):
                                    timeout_min=20.0)
 
 
-def _describe(res: dict) -> str:
-    return f"log score {res['log_score']:.4g}, wall {res['wall_s']:.3g} s"
-
-
 def main(argv: list[str] | None = None) -> int:
     argv, args, code = harness.start(argv, parse_args, worker_body)
     if code is not None:
@@ -93,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     mcmc = {k: st[k] for k in ("tune", "draws", "chains", "m")}
     runs = [(f"{case} {method} {seed}", {"case": case, "method": method, "seed": seed, **mcmc})
             for case in args.cases for seed in range(st["splits"]) for method in METHODS]
-    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, _describe), render)
+    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, glm.describe), render)
 
 
 if __name__ == "__main__":
