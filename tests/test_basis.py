@@ -46,9 +46,8 @@ def _sample(s, codes, y, likelihood, m, draws, thin_seed, basis=BASIS, route=Non
         term = pmt.BART("mu", codes.astype(float), y, m=m, leaf_basis=basis,
                         **({"mu0": 0.0, "sigma_mu": 1.0} | bart))
         likelihood(term, y)
-        mu = pm.modelcontext(None)["mu"]
         return pm.sample(tune=100, draws=draws, chains=chains, cores=1, random_seed=thin_seed, progressbar=False,
-                         step=[s.step([mu], **options)], compute_convergence_checks=False)
+                         step=[s.step([term], **options)], compute_convergence_checks=False)
 
 
 @functools.cache
@@ -234,8 +233,29 @@ def test_the_warm_start_and_prior_predictive_take_the_basis():
     with pm.Model():
         term = pmt.BART("mu", codes.astype(float), r, m=3, leaf_basis=BASIS)
         pm.Normal("y", term, 0.5, observed=r)
-        step = pmt.CGMStep([pm.modelcontext(None)["mu"]], warm_start=5)
+        step = pmt.CGMStep([term], warm_start=5)
         idata = pm.sample(tune=10, draws=5, chains=1, step=[step], random_seed=2, progressbar=False,
                           compute_convergence_checks=False, discard_tuned_samples=False)
     assert idata.warmup_sample_stats["mu_warm"].values[0, :5].all()
     assert np.isfinite(idata.posterior["mu"].values).all()
+
+
+def test_the_term_stands_for_its_coefficient_in_steps_and_pymc_bart_calls():
+    """What BART returns with a basis (the term w * F) is accepted wherever a BART variable is: a step's vars,
+    pymc-bart's call forms of the plots and diagnostics (which then read the coefficient's forests)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    codes, r, _ = tiny_data(0)
+    X = codes.astype(float)
+    with pm.Model():
+        term = pmt.BART("mu", X, r, m=3, leaf_basis=BASIS)
+        pm.Normal("y", term, 0.5, observed=r)
+        step = pmt.CGMStep([term])
+        assert step.var_name == "mu"
+        idata = pm.sample(tune=5, draws=5, chains=1, step=[step], random_seed=2, progressbar=False,
+                          compute_convergence_checks=False)
+    shares, _ = pmt.get_variable_inclusion(idata, X)
+    vi = pmt.compute_variable_importance(idata, term, X, samples=3)
+    assert np.isclose(shares.sum(), 1.0) and vi["r2_mean"].shape == (2,)
+    pmt.plot_pdp(term, X, r)

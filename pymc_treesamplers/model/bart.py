@@ -354,6 +354,7 @@ class BART(Distribution):
         # the model's variable is the coefficient; the likelihood reads its contribution (model/basis.py)
         term = basis.tensor * rv
         term.name = f"{name}_term"
+        term.tag.bart_coefficient = rv  # the steps, plots and diagnostics take the term for the variable (bart_of)
         return term
 
     @classmethod

@@ -30,7 +30,7 @@ import pytensor.tensor as pt
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-__all__ = ["BasisSpec", "basis_spec"]
+__all__ = ["BasisSpec", "basis_spec", "bart_of"]
 
 
 class BasisSpec(NamedTuple):
@@ -84,3 +84,15 @@ def basis_spec(leaf_basis, n: int) -> BasisSpec:
         tensor = tensor[:, 0]
     constant = float(value[0]) if np.all(value == value[0]) else 0.0
     return BasisSpec(tensor, float(np.sqrt(np.mean(value**2))), constant)
+
+
+def bart_of(var):
+    """The BART variable behind ``var``: the coefficient of a basis term that :func:`~pymc_treesamplers.BART`
+    returned (``w * F`` -> ``F``; the term carries it in its tag), else ``var`` itself. So the steps, plots and
+    diagnostics take the term a user holds where they take a BART variable.
+
+    >>> bart_of(3) == 3
+    True
+    """
+    tag = getattr(var, "tag", None)
+    return getattr(tag, "bart_coefficient", var)

@@ -393,8 +393,9 @@ def _bart_variable_names(bartrv) -> list[str] | None:
     """The names of a BART variable or a list of them (pymc-bart's ``bartrv``), or None if ``bartrv``
     is not one."""
     from ..model.bart import BARTRV
+    from ..model.basis import bart_of
 
-    items = bartrv if isinstance(bartrv, (list, tuple)) else [bartrv]
+    items = [bart_of(v) for v in (bartrv if isinstance(bartrv, (list, tuple)) else [bartrv])]
     if not items or not all(isinstance(getattr(getattr(v, "owner", None), "op", None), BARTRV) for v in items):
         return None
     if isinstance(bartrv, (list, tuple)) and any(v.type.ndim != 1 for v in items):
@@ -406,10 +407,11 @@ def coded_for(bartrv, X):
     """Covariates for the forests of a BART variable given as pymc-bart passes them: the columns its
     ``"OneHotSplit"`` rule reads as labels, held as numbers (in an array or a DataFrame), are coded as the
     variable's trees read them (a variable without such columns takes X as it is)."""
+    from ..model.basis import bart_of
     from ..model.binning import covariate_matrix, number_labels
     from .predictive import CodedX
 
-    op = (bartrv[0] if isinstance(bartrv, (list, tuple)) else bartrv).owner.op
+    op = bart_of(bartrv[0] if isinstance(bartrv, (list, tuple)) else bartrv).owner.op
     if not op.number_categories:
         return X
     values, categorical = covariate_matrix(X, "X")

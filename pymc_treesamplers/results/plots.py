@@ -333,6 +333,7 @@ def _resolve(first, third, what: str) -> _Call:
     """Which fit a partial-dependence plot reads: ``first`` is our InferenceData, or (pymc-bart's form) a
     BART variable or a list of them, whose fitted forests are in the one InferenceData of this
     session that holds that variable's forests (:func:`find_fit`)."""
+    from ..model.basis import bart_of
     from .diagnostics import _bart_variable_names, _one_bart
 
     names = _bart_variable_names(first)
@@ -341,7 +342,7 @@ def _resolve(first, third, what: str) -> _Call:
             raise TypeError(f"{what}(idata, X, var_name): var_name must be a str, got {type(third).__name__} "
                             f"(pymc-bart's form {what}(bartrv, X, Y) takes the BART variable first)")
         return _Call(first, [_one_bart(first, third)], False, None)
-    idata = find_fit(first[0] if isinstance(first, (list, tuple)) else first)
+    idata = find_fit(bart_of(first[0] if isinstance(first, (list, tuple)) else first))
     y_name = getattr(third, "name", None) if third is not None else None
     return _Call(idata, names, True, "Y" if third is not None and y_name is None else y_name, first)
 

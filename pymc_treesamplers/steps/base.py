@@ -27,6 +27,7 @@ from ..engine.chain import Chain
 from ..engine.records import TreePrior
 from ..engine.splitprior import kernel_weights, new_split_weights
 from ..model.bart import BARTRV, bart_covariates
+from ..model.basis import bart_of
 from ..model.binning import split_columns
 from ..model.callers import check_nuts_sampler
 from ..model.covariates import as_data_array
@@ -77,6 +78,8 @@ class BaseTreeStep(ArrayStepShared):
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.value_vars if isinstance(model.values_to_rvs[v].owner.op, BARTRV)]
+        # a basis term (w * F, what BART returns with leaf_basis) stands for its coefficient F
+        vars = [bart_of(v) for v in (vars if isinstance(vars, (list, tuple)) else [vars])]
         value_vars = pm.util.get_value_vars_from_user_vars(vars, model)
         if len(value_vars) != 1:
             raise ValueError(f"{type(self).__name__} updates one BART variable per instance, got {len(value_vars)}")
