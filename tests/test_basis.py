@@ -39,14 +39,14 @@ def _entries():
     return [pytest.param(s, id=s.name) for s in MAIN]
 
 
-def _sample(s, codes, y, likelihood, m, draws, thin_seed, basis=BASIS, route=None, chains=1, **bart):
+def _sample(s, codes, y, likelihood, m, draws, seed, basis=BASIS, route=None, chains=1, **bart):
     """pm.sample of ``likelihood(term, y)`` with ``term = BART(..., leaf_basis=basis)`` and the step of ``s``."""
     options = s.options | s.pm_sample[4] | ({} if route is None else {"route": route})
     with pm.Model():
         term = pmt.BART("mu", codes.astype(float), y, m=m, leaf_basis=basis,
                         **({"mu0": 0.0, "sigma_mu": 1.0} | bart))
         likelihood(term, y)
-        return pm.sample(tune=100, draws=draws, chains=chains, cores=1, random_seed=thin_seed, progressbar=False,
+        return pm.sample(tune=100, draws=draws, chains=chains, cores=1, random_seed=seed, progressbar=False,
                          step=[s.step([term], **options)], compute_convergence_checks=False)
 
 
