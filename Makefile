@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 # any other test recompiles nothing
 export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -rl --include='*.py' njit tests) | sort) | sha1sum | cut -c1-12)
 
-.PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults \
+.PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults bench-defaults-scale \
 	bench-routes bench-graph-route bench-scale-readme bench-threads bench-smctree bench-verify-raw bench-coldstart \
 	bench-causal bench-varying bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
@@ -89,6 +89,10 @@ bench-glm: $(VENV)/.bench-installed
 # data sets only (about an hour)
 bench-defaults: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.defaults
+
+# the log-sd leaf prior of a variance forest, chosen on tuning data sets (engel, bwages; about 15 minutes)
+bench-defaults-scale: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.defaults --cases scale --json benchmarks/results/defaults-scale.json --out docs/reports/defaults-scale.md
 
 # the likelihood routes (augmentation, log-link leaves, centred expansion) against each other on real data:
 # acceptance, ESS/s of f, held-out score (about 15 minutes)

