@@ -20,6 +20,7 @@ REPORTS = [
     "ct-wu",
     "ct-wu-quick",
     "defaults",
+    "defaults-scale",
     "glm",
     "graph-route",
     "hypercube-mixing",
