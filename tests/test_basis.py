@@ -3,8 +3,9 @@
 Exactness end to end (``pm.sample`` from a PyMC model, every step class): m = 1 and m = 2 under a Normal
 likelihood against enumeration with the basis written into the leaves' joint Gaussian (not through the
 route's division by ``w``), and m = 1 under a Bernoulli-logit likelihood on the corrected route against
-enumeration x quadrature. The basis has a zero, a negative and non-unit values. The same check fails when
-the basis is ignored; an all-ones basis gives the draws of constant leaves. Thresholds: the 99.9% quantile of
+enumeration x quadrature; m = 1 with a random scale on the term (the effect prior of docs/basis.md) against
+enumeration x quadrature over the scale. The basis has a zero, a negative and non-unit values. The same checks
+fail when the basis (or the scale) is ignored; an all-ones basis gives the draws of constant leaves. Thresholds: the 99.9% quantile of
 the TV distance of iid multinomial samples of the same size (tests/helpers/exact.py), never widened.
 """
 
@@ -14,12 +15,13 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from scipy import special
+from scipy import special, stats
 
 import pymc_treesamplers as pmt
 from tests.helpers.exact import (
     basis_leaf_term,
     empirical,
+    exact_log_evidence,
     exact_pair_posterior,
     exact_partition_posterior,
     partition_keys_from_values,
@@ -148,6 +150,55 @@ def test_ignoring_the_basis_is_detected_with_two_trees_and_a_link():
     assert tv_distance(ignored, empirical(keys)) > tv_threshold(ignored, len(keys))
     keys = _logit_keys("cgm")
     ignored = _logit_exact(np.ones(7))
+    assert tv_distance(ignored, empirical(keys)) > tv_threshold(ignored, len(keys))
+
+
+SCALE_SD, SCALE_THIN = 0.2, 10  # ESS of the partition about 1 in 6 draws (NUTS on s beside CGM)
+
+
+def _scaled_exact(scale_sd):
+    """Partition posterior of ``y ~ N(s * basis * F, 1)``, ``s ~ HalfNormal(scale_sd)`` (``None``: s = 1, the
+    scale ignored): enumeration at each node of a Gauss-Legendre rule over s, weighted by prior x evidence."""
+    codes, r, _ = tiny_data(0)
+    w = np.ones(len(r))
+    if scale_sd is None:
+        return _gaussian_exact_at(codes, r, w, BASIS)
+    x, q = np.polynomial.legendre.leggauss(40)
+    mix, logs = [], []
+    for lo, hi in ((0.0, 2 * scale_sd), (2 * scale_sd, 12 * scale_sd)):
+        for node, weight in zip(lo + (x + 1) * (hi - lo) / 2, q * (hi - lo) / 2, strict=True):
+            term = basis_leaf_term(r, w, node * BASIS, 0.0, 1.0)
+            logs.append(np.log(weight) + stats.halfnorm.logpdf(node, scale=scale_sd)
+                        + exact_log_evidence(codes, r, w, 0.95, 2.0, 0.0, 1.0, leaf_term=term))
+            mix.append(_gaussian_exact_at(codes, r, w, node * BASIS))
+    weights = np.exp(np.array(logs) - special.logsumexp(logs))
+    out = {}
+    for wt, post in zip(weights, mix, strict=True):
+        for k, v in post.items():
+            out[k] = out.get(k, 0.0) + wt * v
+    return out
+
+
+def _gaussian_exact_at(codes, r, w, basis):
+    return exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0, leaf_term=basis_leaf_term(r, w, basis, 0.0, 1.0))
+
+
+def test_a_random_scale_on_the_term_is_exact():
+    """The effect prior of docs/basis.md, ``s * term`` with ``s ~ HalfNormal`` sampled by NUTS beside the tree
+    step (the route reads the term's coefficient ``s * w`` at the current point): m = 1 partitions against
+    enumeration x quadrature over s. The same check fails with the scale ignored (s = 1)."""
+    codes, r, _ = tiny_data(0)
+    s = next(s for s in MAIN if s.name == "cgm")
+    with pm.Model():
+        term = pmt.BART("mu", codes.astype(float), r, m=1, leaf_basis=BASIS, mu0=0.0, sigma_mu=1.0)
+        scale = pm.HalfNormal("s", SCALE_SD)
+        pm.Normal("y", scale * term, 1.0, observed=r)
+        idata = pm.sample(tune=200, draws=2000 * SCALE_THIN, chains=1, cores=1, random_seed=3, progressbar=False,
+                          step=[s.step([term])], compute_convergence_checks=False)
+    keys = partition_keys_from_values(idata.posterior["mu"].values[0][::SCALE_THIN])
+    exact, ignored = _scaled_exact(SCALE_SD), _scaled_exact(None)
+    tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
     assert tv_distance(ignored, empirical(keys)) > tv_threshold(ignored, len(keys))
 
 
