@@ -14,10 +14,14 @@ n = 250 and n = 500, 20 replicates each (seeds 0-19; ``--quick``: 2).
 Both methods get the same estimated propensity, ``pi_hat`` (a grow-from-root fit of z on X,
 :class:`~pymc_treesamplers.GFRRegressor` with 50 trees, clipped to [0.01, 0.99]), and the same data:
 
-* ``ours``: the PyMC model of docs/basis.md, ``mu = BART([X, pi_hat], y)`` (200 trees, defaults), ``tau =
-  BART(X, y, m=50, alpha=0.25, beta=3, leaf_basis=z)`` (the treatment forest's tree prior of Hahn et al.), ``y ~
-  N(mu + tau, sigma)``, ``sigma ~ HalfNormal(sd(y))``; ``pm.sample``'s own step assignment (CGMStep for the
-  trees, NormalScaleGibbs for sigma), 2 chains x (500 + 500);
+* ``ours``: the PyMC model of docs/basis.md with the treatment-effect prior of Hahn et al. (as their bcf package
+  sets it): ``mu = BART([X, pi_hat], y)`` (200 trees, defaults), ``tau = BART(X, y, m=50, alpha=0.25, beta=3,
+  sigma_mu=sd(y) / sqrt(50), leaf_basis=z)`` (the effect's prior sd at a row is sd(y)), a scale on the effect
+  ``tau_scale ~ HalfNormal(1)``, ``y ~ N(mu + tau_scale * tau, sigma)``, ``sigma ~ HalfNormal(sd(y))``;
+  ``pm.sample``'s own step assignment (CGMStep for the trees, NUTS for the scale, NormalScaleGibbs for sigma), 2
+  chains x (500 + 500). The effect's draws are ``tau_scale * tau``;
+* ``ours-defaults``: the same without the scale and with the effect's leaf prior left to ``leaf_basis``'s defaults
+  (``sigma_mu`` from Y's range over the basis's root mean square: docs/basis.md);
 * ``stochtree``: ``BCFModel().sample(X, z, y, propensity_train=pi_hat)`` with every default (250 + 100 trees,
   5 grow-from-root sweeps, then 100 MCMC draws, one chain).
 
@@ -28,6 +32,7 @@ posterior mean), the share of rows whose 95% interval covers the true effect, an
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 
@@ -37,7 +42,7 @@ from benchmarks import harness
 from benchmarks.harness import fmt, md_table
 
 MODULE = "benchmarks.causal"
-METHODS = ("ours", "stochtree")
+METHODS = ("ours", "ours-defaults", "stochtree")
 FULL = {"reps": 20, "tune": 500, "draws": 500, "chains": 2}
 QUICK = {"reps": 2, "tune": 100, "draws": 100, "chains": 2}
 SETTINGS = [(linear, hetero, n) for n in (250, 500) for linear in (True, False) for hetero in (False, True)]
@@ -78,19 +83,22 @@ def scores(tau_draws: np.ndarray, tau: np.ndarray) -> dict:
             "cate_cover": float(np.mean((lo <= tau) & (tau <= hi))), "cate_length": float(np.mean(hi - lo))}
 
 
-def _fit_ours(X, z, y, pi_hat, spec, seed):
+def _fit_ours(X, z, y, pi_hat, spec, seed, effect_prior=True):
     import pymc as pm
 
     import pymc_treesamplers as pmt
 
+    prior = {"sigma_mu": float(np.std(y)) / np.sqrt(50)} if effect_prior else {}
     with pm.Model():
         mu = pmt.BART("mu", np.column_stack([X, pi_hat]), y, m=200)
-        tau = pmt.BART("tau", X, y, m=50, alpha=0.25, beta=3.0, leaf_basis=z)
+        tau = pmt.BART("tau", X, y, m=50, alpha=0.25, beta=3.0, leaf_basis=z, **prior)
+        effect = pm.HalfNormal("tau_scale", 1.0) * tau if effect_prior else tau
         sigma = pm.HalfNormal("sigma", float(np.std(y)))
-        pm.Normal("y", mu + tau, sigma, observed=y)
+        pm.Normal("y", mu + effect, sigma, observed=y)
         idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=1, random_seed=seed,
                           progressbar=False, compute_convergence_checks=False)
-    return idata.posterior["tau"].values.reshape(-1, len(y))
+    draws = idata.posterior["tau"].values.reshape(-1, len(y))
+    return draws * idata.posterior["tau_scale"].values.reshape(-1, 1) if effect_prior else draws
 
 
 def _fit_stochtree(X, z, y, pi_hat, spec, seed):
@@ -102,7 +110,8 @@ def _fit_stochtree(X, z, y, pi_hat, spec, seed):
 
 
 def worker_body(spec: dict) -> dict:
-    fit = _fit_ours if spec["method"] == "ours" else _fit_stochtree
+    fit = {"ours": _fit_ours, "ours-defaults": functools.partial(_fit_ours, effect_prior=False),
+           "stochtree": _fit_stochtree}[spec["method"]]
     reps, walls = [], []
     for seed in range(spec["reps"]):
         X, z, y, tau, _ = hmc_data(seed, spec["n"], spec["linear"], spec["hetero"])
@@ -126,7 +135,9 @@ def render(saved: dict) -> str:
     ok = [r for r in results if r.get("status") == "ok"]
     lines = harness.header_lines("Causal forests by composition against stochtree's BCFModel", saved["meta"])
     lines += [f"* {st['reps']} replicates per setting; ours: {st['chains']} chains x ({st['tune']} + {st['draws']}); "
-              "stochtree: its defaults. Design, models and scores: `benchmarks/causal.py`.", ""]
+              "stochtree: its defaults. Design, models and scores: `benchmarks/causal.py`.",
+              "* `ours`: the treatment-effect prior of Hahn et al. (the effect's leaf sd sd(y) / sqrt(50), a "
+              "HalfNormal(1) scale on the effect); `ours-defaults`: `leaf_basis`'s default leaf prior, no scale.", ""]
     rows, verdict = [], []
     for linear, hetero, n in SETTINGS:
         by = {r["spec"]["method"]: r for r in ok if (r["spec"]["linear"], r["spec"]["hetero"], r["spec"]["n"])
@@ -137,7 +148,7 @@ def render(saved: dict) -> str:
                 rows.append([_label(linear, hetero, n), method, fmt(r["ate_rmse"]), fmt(r["ate_cover"]),
                              fmt(r["ate_length"]), fmt(r["cate_rmse"]), fmt(r["cate_cover"]), fmt(r["cate_length"]),
                              fmt(r["wall_s_median"])])
-        if len(by) == 2:
+        if "ours" in by and "stochtree" in by:
             ours, peer = by["ours"], by["stochtree"]
             verdict.append([_label(linear, hetero, n), f"{ours['cate_rmse'] / peer['cate_rmse']:.2f}x",
                             "yes" if ours["cate_rmse"] <= peer["cate_rmse"] else "no",
