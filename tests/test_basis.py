@@ -5,8 +5,9 @@ likelihood against enumeration with the basis written into the leaves' joint Gau
 route's division by ``w``), and m = 1 under a Bernoulli-logit likelihood on the corrected route against
 enumeration x quadrature; m = 1 with a random scale on the term (the effect prior of docs/basis.md) against
 enumeration x quadrature over the scale. The basis has a zero, a negative and non-unit values. The same checks
-fail when the basis (or the scale) is ignored; an all-ones basis gives the draws of constant leaves. Thresholds: the 99.9% quantile of
-the TV distance of iid multinomial samples of the same size (tests/helpers/exact.py), never widened.
+fail when the basis (or the scale) is ignored; an all-ones basis gives the draws of constant leaves.
+Thresholds: the 99.9% quantile of the TV distance of iid multinomial samples of the same size
+(tests/helpers/exact.py), never widened.
 """
 
 import functools
