@@ -158,7 +158,8 @@ bench-threads: $(VENV)/.bench-installed
 bench-coldstart: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.coldstart
 
-# causal forests by composition (leaf_basis) against stochtree's BCFModel, Hahn et al.'s design (about 25 minutes)
+# causal forests by composition (leaf_basis, Hahn et al.'s effect prior and the defaults) against stochtree's BCFModel,
+# Hahn et al.'s design (about 40 minutes)
 bench-causal: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.causal
 
