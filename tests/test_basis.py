@@ -62,18 +62,22 @@ def _gaussian_keys(name):
     return partition_keys_from_values(idata.posterior["mu"].values[0][::thin])
 
 
-def _gaussian_exact(name, basis=BASIS):
-    sigma = next(s for s in MAIN if s.name == name).pm_sample[0]
+def _gaussian_exact(sigma, basis=BASIS):
+    """Partition posterior of ``r ~ N(basis * F, sigma^2)`` on the tiny data, m = 1."""
     codes, r, _ = tiny_data(0)
     w = np.full(len(r), 1 / sigma**2)
     return exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0, leaf_term=basis_leaf_term(r, w, basis, 0.0, 1.0))
+
+
+def _sigma(name):
+    return next(s for s in MAIN if s.name == name).pm_sample[0]
 
 
 @pytest.mark.parametrize("s", _entries())
 def test_gaussian_basis_matches_enumeration(s):
     """m = 1, sigma fixed: the partitions of the coefficient's draws (the model's variable) match enumeration."""
     keys = _gaussian_keys(s.name)
-    exact = _gaussian_exact(s.name)
+    exact = _gaussian_exact(_sigma(s.name))
     tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
 
@@ -83,9 +87,9 @@ def test_ignoring_the_basis_is_detected():
     with its zero moved to another row (it can fail)."""
     keys = _gaussian_keys("cgm")
     codes, r, _ = tiny_data(0)
-    sigma = next(s for s in MAIN if s.name == "cgm").pm_sample[0]
+    sigma = _sigma("cgm")
     ignored = exact_partition_posterior(codes, r, np.full(len(r), 1 / sigma**2), 0.95, 2.0, 0.0, 1.0)
-    moved = _gaussian_exact("cgm", BASIS[[3, 1, 2, 0, 4, 5, 6]])
+    moved = _gaussian_exact(sigma, BASIS[[3, 1, 2, 0, 4, 5, 6]])
     for wrong in (ignored, moved):
         assert tv_distance(wrong, empirical(keys)) > tv_threshold(wrong, len(keys))
 
@@ -163,7 +167,7 @@ def _scaled_exact(scale_sd):
     codes, r, _ = tiny_data(0)
     w = np.ones(len(r))
     if scale_sd is None:
-        return _gaussian_exact_at(codes, r, w, BASIS)
+        return _gaussian_exact(1.0)
     x, q = np.polynomial.legendre.leggauss(40)
     mix, logs = [], []
     for lo, hi in ((0.0, 2 * scale_sd), (2 * scale_sd, 12 * scale_sd)):
@@ -171,17 +175,13 @@ def _scaled_exact(scale_sd):
             term = basis_leaf_term(r, w, node * BASIS, 0.0, 1.0)
             logs.append(np.log(weight) + stats.halfnorm.logpdf(node, scale=scale_sd)
                         + exact_log_evidence(codes, r, w, 0.95, 2.0, 0.0, 1.0, leaf_term=term))
-            mix.append(_gaussian_exact_at(codes, r, w, node * BASIS))
+            mix.append(_gaussian_exact(1.0, node * BASIS))
     weights = np.exp(np.array(logs) - special.logsumexp(logs))
     out = {}
     for wt, post in zip(weights, mix, strict=True):
         for k, v in post.items():
             out[k] = out.get(k, 0.0) + wt * v
     return out
-
-
-def _gaussian_exact_at(codes, r, w, basis):
-    return exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0, leaf_term=basis_leaf_term(r, w, basis, 0.0, 1.0))
 
 
 def test_a_random_scale_on_the_term_is_exact():
