@@ -29,10 +29,12 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from .basisleaf import draw_basis_leaves
+from .leaves import add_fit
 from .nodes import NODE_INT, ROOT
-from .records import Pseudo, Tree, empty_nodes, tree_of
+from .records import BasisPseudo, Pseudo, Tree, empty_nodes, tree_of
 from .rows import numba_threads
-from .tree import add_tree, copy_nodes, draw_leaves, repartition_subtree
+from .tree import copy_nodes, draw_leaves, repartition_subtree
 
 SWEEP_DONE, SWEEP_GROW, SWEEP_FAILED = range(3)
 
@@ -49,9 +51,10 @@ class ScratchTree(NamedTuple):
     order: np.ndarray
 
 
-def new_scratch_tree(n: int) -> ScratchTree:
-    """A :class:`ScratchTree` for trees on ``n`` rows (a tree has at most ``2n - 1`` nodes; 2 spare slots)."""
-    ints, floats = empty_nodes(2 * n + 1)
+def new_scratch_tree(n: int, coefs: int = 0) -> ScratchTree:
+    """A :class:`ScratchTree` for trees on ``n`` rows (a tree has at most ``2n - 1`` nodes; 2 spare slots), whose
+    leaves hold ``coefs`` coefficients on a basis (0: constant leaves)."""
+    ints, floats = empty_nodes(2 * n + 1, coefs)
     return ScratchTree(ints, floats, np.zeros(1, dtype=NODE_INT), np.empty(2 * n + 1, dtype=NODE_INT))
 
 
@@ -173,7 +176,13 @@ def _gaussian_accept(rng, lik, j, old, new, pseudo):
     return True
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _basis_leaves(rng, lik, tree, prior, pseudo):
+    draw_basis_leaves(rng, tree, prior, pseudo)
+
+
 register_likelihood(Pseudo, _gaussian_pseudo, _gaussian_accept)
+register_likelihood(BasisPseudo, _gaussian_pseudo, _gaussian_accept, _basis_leaves)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -191,7 +200,7 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sampler, changed):
         scratch = Tree(work.ints, work.floats, tree.perm, work.nn)
         if not (resume and j == j0):
             pseudo = tree_pseudo(lik, j, tree)
-            add_tree(tree, pseudo.r, 1.0, pseudo.threads)
+            add_fit(tree, pseudo, 1.0)
             copy_nodes(tree, scratch)
             status = tree_update(rng, j, scratch, data, prior, pseudo, sampler)
             if status < 0:
@@ -201,9 +210,9 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sampler, changed):
             if not accept_proposal(rng, lik, j, tree, scratch, pseudo):
                 # the proposal reordered the shared rows: re-split them by the old tree's rules,
                 # and put the old tree's fit, not the proposal's, off the residual
-                add_tree(scratch, pseudo.r, 1.0, pseudo.threads)
+                add_fit(scratch, pseudo, 1.0)
                 repartition_subtree(tree, data, ROOT, work.order)
-                add_tree(tree, pseudo.r, -1.0, pseudo.threads)
+                add_fit(tree, pseudo, -1.0)
                 copy_nodes(tree, scratch)
                 changed[j] = False
             if scratch.nn[0] > cap:

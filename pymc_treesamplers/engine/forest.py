@@ -40,15 +40,17 @@ class Forest:
     n_nodes: np.ndarray
 
     @classmethod
-    def empty(cls, m: int, n: int, value0: float = 0.0, cap: int = 16, perm: np.ndarray | None = None) -> "Forest":
-        """``m`` single-leaf trees of value ``value0`` with room for ``cap`` nodes each.
+    def empty(cls, m: int, n: int, value0: float = 0.0, cap: int = 16, perm: np.ndarray | None = None,
+              coefs: int = 0) -> "Forest":
+        """``m`` single-leaf trees of value ``value0`` with room for ``cap`` nodes each; with ``coefs`` > 0 the
+        leaves hold that many coefficients on a basis instead (all 0; :mod:`pymc_treesamplers.engine.nodes`).
 
         The roots' available split weight is set by :func:`init_roots` (it needs the data). ``perm``:
         an ``(m, n)`` row-index buffer to reuse (refilled in order): the rows' order per tree is the
         largest array of a chain (4 bytes per row and tree), so a chain's restart does not hold two.
         """
         ints = np.full((m, cap, N_INT_FIELDS), -1, dtype=NODE_INT)
-        floats = np.zeros((m, cap, N_FLOAT_FIELDS))
+        floats = np.zeros((m, cap, N_FLOAT_FIELDS + coefs))
         ints[:, 0, DEPTH] = 0
         ints[:, 0, START] = 0
         ints[:, 0, END] = n
@@ -79,7 +81,7 @@ class Forest:
         if new == cap:
             return
         ints = np.full((m, new, N_INT_FIELDS), -1, dtype=NODE_INT)
-        floats = np.zeros((m, new, N_FLOAT_FIELDS))
+        floats = np.zeros((m, new, self.floats.shape[2]))
         ints[:, :cap] = self.ints
         floats[:, :cap] = self.floats
         self.ints, self.floats = ints, floats

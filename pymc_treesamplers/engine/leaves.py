@@ -15,6 +15,8 @@ The models:
 * :class:`~pymc_treesamplers.engine.records.Pseudo`: weighted Gaussian pseudo-data with leaf prior
   ``N(mu0, s2)`` from the :class:`~pymc_treesamplers.engine.records.TreePrior` (:mod:`.gaussian`): the
   BART working model, up to a partition-free constant.
+* :class:`~pymc_treesamplers.engine.records.BasisPseudo`: the same with leaves that hold a coefficient vector on
+  a basis, ``beta ~ N(mu0, diag(s2))`` from the record (:mod:`.basisleaf`): exact, up to the same constant.
 * :class:`ClassCounts`: labels ``0 .. K-1`` with class probabilities ``~ Dirichlet(conc)`` per
   leaf, the Dirichlet-multinomial of Lakshminarayanan et al. (2013, eq. 3); exact, normalised.
 * :class:`NormalGamma`: ``y ~ N(mu, sigma^2)`` in a leaf, ``sigma^2 ~ InvGamma(a0, b0)``,
@@ -40,9 +42,10 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from .basisleaf import add_basis_fit, basis_marginal, basis_row, basis_rows, basis_width
 from .gaussian import leaf_loglik, leaf_suff
-from .records import Pseudo
-from .rows import row_weight
+from .records import BasisPseudo, Pseudo
+from .rows import add_tree, row_weight
 
 _MODELS: dict[type, tuple] = {}
 _JIT = {"cache": True, "nogil": True}
@@ -175,6 +178,22 @@ def _gauss_marginal(prior, lm, stats):
 
 
 register_leaf_model(Pseudo, _gauss_width, _gauss_rows, _gauss_row, _gauss_marginal)
+register_leaf_model(BasisPseudo, basis_width, basis_rows, basis_row, basis_marginal)
+
+
+def add_fit(t, lm, sign):
+    """``sign`` times the tree ``t``'s fit added to the running residual ``lm.r`` of Gaussian pseudo-data: a
+    constant leaf's value at its rows (:class:`~pymc_treesamplers.engine.records.Pseudo`), or a basis leaf's
+    coefficients times each row's basis (:class:`~pymc_treesamplers.engine.records.BasisPseudo`); compiled
+    dispatch on the record's type."""
+    raise NotImplementedError("add_fit only runs inside numba kernels")
+
+
+@overload(add_fit, inline="always", jit_options={"nogil": True})
+def _add_fit(t, lm, sign):
+    if getattr(lm, "instance_class", None) is BasisPseudo:
+        return lambda t, lm, sign: add_basis_fit(t, lm.basis, lm.r, sign)
+    return lambda t, lm, sign: add_tree(t, lm.r, sign, lm.threads)
 
 
 # --- Dirichlet-multinomial: stats = class counts ------------------------------------------------

@@ -7,7 +7,9 @@ A forest is held in plain arrays so numba kernels can work on it without Python 
   ``[start, end)`` of the node's rows in ``perm[j]``.
 * ``floats[j, k, :]`` (float64): leaf value, log of the summed split weights of the variables
   with a valid cut in the node (``-inf`` when the node cannot split), and the log prior
-  probability of the node's split rule given the node (internal nodes only).
+  probability of the node's split rule given the node (internal nodes only). A forest whose
+  leaves hold a coefficient vector on a basis of ``d`` columns (:mod:`pymc_treesamplers.engine.basisleaf`)
+  has ``d`` more columns: a leaf's coefficients in ``COEF .. COEF + d - 1``, its ``VALUE`` unused (0).
 * ``perm[j]`` orders the training rows so that every node owns a contiguous range; a node's
   range contains its descendants' ranges. Moves therefore touch only the rows of the nodes
   they change.
@@ -22,6 +24,7 @@ N_INT_FIELDS = 8
 
 VALUE, LWAVAIL, RULELP = range(3)
 N_FLOAT_FIELDS = 3
+COEF = N_FLOAT_FIELDS  # the first coefficient of a basis leaf (node arrays widened by the basis's columns)
 
 # One integer type for node fields, node counts and node-slot buffers, and typed constants for the
 # values passed as arguments: numba compiles a function once per distinct argument types, and an

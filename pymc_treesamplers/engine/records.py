@@ -6,6 +6,7 @@ on it to a field load, and a kernel specialises once per record type, not per ar
 * :class:`SplitData`: the split covariates (integer codes) and the split-variable weights.
 * :class:`TreePrior`: ``alpha``, ``beta`` of the tree prior and the leaf prior ``N(mu0, s2)``.
 * :class:`Pseudo`: the weighted Gaussian pseudo-data one tree sees (docs/design.md section 1).
+* :class:`BasisPseudo`: the same, for a tree whose leaves hold a coefficient vector on a basis.
 * :class:`Tree`: one tree's node arrays and row order (views into a forest, a particle or a
   scratch tree; see :mod:`pymc_treesamplers.engine.nodes`).
 * :class:`ForestArrays`: the node arrays of all ``m`` trees of a forest.
@@ -70,6 +71,42 @@ class Pseudo(NamedTuple):
     threads: int
 
 
+class BasisPseudo(NamedTuple):
+    """Pseudo-data of one tree whose leaves hold a coefficient vector on a basis (:mod:`.basisleaf`):
+    ``r_i ~ N(basis_i . beta_leaf, 1 / weight_i)`` with ``beta_leaf ~ N(mu0, diag(s2))`` independently per leaf.
+
+    ``basis`` (n, d); ``weight`` as :class:`Pseudo`'s ``w`` (one per row, or length 1); the leaf prior ``mu0`` and
+    ``s2`` (d,), which the record carries as the single-tree leaf models carry theirs (:mod:`.leaves`), so the
+    scalar :class:`TreePrior`'s leaf fields are unused; ``chol`` (d, d) and ``vec`` (d,): the leaf algebra's
+    scratch (one leaf at a time). The weights are called ``weight``, not ``w``, on purpose: a kernel written for
+    constant leaves reads ``pseudo.w`` and so fails to compile on this record instead of ignoring the basis.
+    """
+
+    r: np.ndarray
+    weight: np.ndarray
+    basis: np.ndarray
+    mu0: np.ndarray
+    s2: np.ndarray
+    threads: int
+    chol: np.ndarray
+    vec: np.ndarray
+
+
+def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1) -> BasisPseudo:
+    """A :class:`BasisPseudo` from the residual, the weights, the basis (n, d) and the leaf prior (scalars or (d,)).
+
+    >>> bp = basis_pseudo(np.zeros(3), np.ones(1), np.ones((3, 2)), 0.0, 1.0)
+    >>> bp.mu0.tolist(), bp.chol.shape
+    ([0.0, 0.0], (2, 2))
+    """
+    basis = np.ascontiguousarray(basis, dtype=np.float64)
+    d = basis.shape[1]
+    mu0 = np.ascontiguousarray(np.broadcast_to(np.asarray(mu0, dtype=np.float64), (d,)))
+    s2 = np.ascontiguousarray(np.broadcast_to(np.asarray(s2, dtype=np.float64), (d,)))
+    return BasisPseudo(r, np.ascontiguousarray(weight, dtype=np.float64), basis, mu0, s2, int(threads),
+                       np.zeros((d, d)), np.zeros(d))
+
+
 class Tree(NamedTuple):
     """One tree: node rows ``ints`` (cap, 8), ``floats`` (cap, 3), row order ``perm`` (n,), and
     ``nn`` (1,), the number of nodes in use (a length-1 view, so kernels can change it)."""
@@ -103,13 +140,14 @@ def tree_of(forest, j):
     return Tree(forest.ints[j], forest.floats[j], forest.perm[j], forest.n_nodes[j : j + 1])
 
 
-def empty_nodes(cap: int) -> tuple[np.ndarray, np.ndarray]:
-    """Uninitialised node arrays for a tree of up to ``cap`` nodes.
+def empty_nodes(cap: int, coefs: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Uninitialised node arrays for a tree of up to ``cap`` nodes, with ``coefs`` more float columns for a basis
+    leaf's coefficients (:mod:`.nodes`).
 
     ``np.empty``, so untouched pages of a large scratch tree cost no memory; kernels write every
     node they create in full.
     """
-    return np.empty((cap, N_INT_FIELDS), dtype=NODE_INT), np.empty((cap, N_FLOAT_FIELDS))
+    return np.empty((cap, N_INT_FIELDS), dtype=NODE_INT), np.empty((cap, N_FLOAT_FIELDS + coefs))
 
 
 def new_backup(cap: int, n: int) -> Backup:

@@ -349,9 +349,10 @@ def _gaussian_logpdf(r, mean, cov) -> float:
 
 def basis_leaf_term(r, w, basis, mu0, sigma_mu) -> Callable[[np.ndarray], float]:
     """``leaf_term`` of leaves that hold a coefficient on a basis: ``r_i ~ N(basis_i . beta, 1 / w_i)`` with
-    ``beta ~ N(mu0, sigma_mu^2 I)`` (``basis`` (n,) or (n, d)): the leaf's rows are jointly Gaussian with mean
-    ``B mu0`` and covariance ``diag(1 / w) + sigma_mu^2 B B^T``, written out here and not by sufficient
-    statistics (the package's route divides by the basis; this does not). Needs ``w > 0``.
+    ``beta ~ N(mu0, diag(sigma_mu^2))`` (``basis`` (n,) or (n, d); ``mu0`` and ``sigma_mu`` scalars or one per
+    column): the leaf's rows are jointly Gaussian with mean ``B mu0`` and covariance
+    ``diag(1 / w) + B diag(sigma_mu^2) B^T``, written out here and not by sufficient statistics (the package
+    divides by a one-column basis, and sums ``B B^T`` for several; this does neither). Needs ``w > 0``.
 
     Example:
         >>> term = basis_leaf_term([0.0], [1.0], [[1.0]], 0.0, 1.0)
@@ -360,11 +361,13 @@ def basis_leaf_term(r, w, basis, mu0, sigma_mu) -> Callable[[np.ndarray], float]
     """
     r, w = np.asarray(r, dtype=float), np.asarray(w, dtype=float)
     B = np.asarray(basis, dtype=float).reshape(len(r), -1)
+    m0 = np.broadcast_to(np.asarray(mu0, dtype=float), (B.shape[1],))
+    s2 = np.broadcast_to(np.asarray(sigma_mu, dtype=float) ** 2, (B.shape[1],))
 
     def term(rows: np.ndarray) -> float:
         b = B[rows]
-        cov = np.diag(1.0 / w[rows]) + sigma_mu**2 * b @ b.T
-        return _gaussian_logpdf(r[rows], b @ np.full(b.shape[1], mu0), cov)
+        cov = np.diag(1.0 / w[rows]) + (b * s2) @ b.T
+        return _gaussian_logpdf(r[rows], b @ m0, cov)
 
     return term
 
@@ -377,9 +380,10 @@ def exact_pair_posterior(
     The trees are independent under the prior; given them, ``r = g1 + g2 + noise`` with every leaf
     value ``N(mu0, sigma_mu^2)`` independently and noise ``N(0, 1 / w_i)``, so ``r`` is Gaussian
     with mean ``2 mu0`` and covariance ``diag(1 / w) + sigma_mu^2 (A1 + A2)``, ``A_k[i, i'] = 1``
-    when rows ``i`` and ``i'`` share a leaf of tree ``k``. Needs ``w > 0``. ``basis`` (n,): every leaf value
-    multiplies it (a leaf basis of one column), so the mean is ``2 mu0 basis`` and ``A_k`` is scaled by
-    ``basis_i basis_i'``.
+    when rows ``i`` and ``i'`` share a leaf of tree ``k``. Needs ``w > 0``. ``basis`` (n,) or (n, d): every leaf
+    holds a coefficient per column, ``N(mu0, sigma_mu^2)`` each (scalars or one per column), so the mean is
+    ``2 B mu0`` and ``A_k`` is scaled elementwise by ``B diag(sigma_mu^2) B^T`` (for one column,
+    ``sigma_mu^2 basis_i basis_i'``).
 
     Example:
         >>> post = exact_pair_posterior([[0], [1]], [0.0, 1.0], [1.0, 1.0], 0.5, 2.0, 0.0, 1.0)
@@ -393,14 +397,16 @@ def exact_pair_posterior(
     prior = exact_partition_prior(codes, alpha, beta, split_weights)
     same = {k: np.equal.outer(np.array(k), np.array(k)).astype(float) for k in prior}
     base = np.diag(1.0 / w)
-    b = np.ones(len(r)) if basis is None else np.asarray(basis, dtype=float)
-    s2 = sigma_mu**2
-    outer = np.outer(b, b)
+    B = np.ones((len(r), 1)) if basis is None else np.asarray(basis, dtype=float).reshape(len(r), -1)
+    m0 = np.broadcast_to(np.asarray(mu0, dtype=float), (B.shape[1],))
+    s2 = np.broadcast_to(np.asarray(sigma_mu, dtype=float) ** 2, (B.shape[1],))
+    outer = (B * s2) @ B.T
+    mean = 2 * B @ m0
     log_post = {}
     for k1, p1 in prior.items():
         for k2, p2 in prior.items():
-            cov = base + s2 * outer * (same[k1] + same[k2])
-            log_post[(k1, k2)] = math.log(p1) + math.log(p2) + _gaussian_logpdf(r, 2 * mu0 * b, cov)
+            cov = base + outer * (same[k1] + same[k2])
+            log_post[(k1, k2)] = math.log(p1) + math.log(p2) + _gaussian_logpdf(r, mean, cov)
     log_z = _log_sum(log_post.values())
     return {k: math.exp(v - log_z) for k, v in log_post.items()}
 

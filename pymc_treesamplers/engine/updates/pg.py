@@ -53,10 +53,12 @@ class PGScratch(NamedTuple):
     accepted: np.ndarray
 
 
-def new_pg_scratch(opts: SMCOptions, codes: np.ndarray, m: int, independent: int = 0) -> PGScratch:
+def new_pg_scratch(opts: SMCOptions, codes: np.ndarray, m: int, independent: int = 0, width: int = 2) -> PGScratch:
     """Scratch for :func:`pg_update` on ``m`` trees over the rows of ``codes`` (p, n), with
-    ``independent`` PIMH proposals after each conditional run."""
-    return PGScratch(opts, independent, new_particles(opts.n_particles, codes.shape[1]), new_proposal_scratch(codes),
+    ``independent`` PIMH proposals after each conditional run, for leaf statistics of ``width`` values
+    (:func:`~pymc_treesamplers.engine.leaves.n_stats`: 2 for constant leaves)."""
+    return PGScratch(opts, independent, new_particles(opts.n_particles, codes.shape[1], width),
+                     new_proposal_scratch(codes, width),
                      np.zeros(m, dtype=np.bool_), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64))
 
 
