@@ -121,6 +121,50 @@ def basis_marginal(prior, lm, stats):
 
 
 @numba.njit(cache=True, nogil=True)
+def basis_range_loglik(prior, lm, perm, s, e):
+    """:func:`basis_marginal` of the rows ``perm[s:e]`` (statistics in ``lm.stats[0]``)."""
+    st = lm.stats[0]
+    basis_rows(lm, perm, s, e, st)
+    return basis_marginal(prior, lm, st)
+
+
+@numba.njit(cache=True, nogil=True)
+def _union_logliks(prior, lm):
+    """Log marginals of the two sides in ``lm.stats[0]`` and ``[1]`` and of their union (into ``[2]``)."""
+    st = lm.stats
+    for u in range(st.shape[1]):
+        st[2, u] = st[0, u] + st[1, u]
+    return basis_marginal(prior, lm, st[0]), basis_marginal(prior, lm, st[1]), basis_marginal(prior, lm, st[2])
+
+
+@numba.njit(cache=True, nogil=True)
+def basis_split_logliks(prior, lm, perm, s, e, code_v, c):
+    """The rows ``perm[s:e]`` split at ``code_v <= c`` (unmoved): ``(n_left, left, right, both)``, the sides' and
+    the whole range's log marginals."""
+    d = lm.basis.shape[1]
+    st = lm.stats
+    for u in range(d + d * d):
+        st[0, u] = 0.0
+        st[1, u] = 0.0
+    n_left = 0
+    for q in range(s, e):
+        i = perm[q]
+        side = 0 if code_v[i] <= c else 1
+        n_left += 1 - side
+        basis_row(lm, i, st, side)
+    left, right, both = _union_logliks(prior, lm)
+    return n_left, left, right, both
+
+
+@numba.njit(cache=True, nogil=True)
+def basis_children_logliks(prior, lm, perm, sa, ea, sb, eb):
+    """Log marginals of the rows ``perm[sa:ea]``, ``perm[sb:eb]`` and of both together."""
+    basis_rows(lm, perm, sa, ea, lm.stats[0])
+    basis_rows(lm, perm, sb, eb, lm.stats[1])
+    return _union_logliks(prior, lm)
+
+
+@numba.njit(cache=True, nogil=True)
 def basis_draw(rng, lm, stats, out):
     """Draw a leaf's coefficients from their full conditional ``N(A^-1 c, A^-1)`` into ``out`` (d,): one standard
     normal per coefficient, in column order."""

@@ -42,10 +42,19 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from .basisleaf import add_basis_fit, basis_marginal, basis_row, basis_rows, basis_width
+from .basisleaf import (
+    add_basis_fit,
+    basis_children_logliks,
+    basis_marginal,
+    basis_range_loglik,
+    basis_row,
+    basis_rows,
+    basis_split_logliks,
+    basis_width,
+)
 from .gaussian import leaf_loglik, leaf_suff
 from .records import BasisPseudo, Pseudo
-from .rows import add_tree, row_weight
+from .rows import add_tree, row_weight, split_suff
 
 _MODELS: dict[type, tuple] = {}
 _JIT = {"cache": True, "nogil": True}
@@ -189,11 +198,75 @@ def add_fit(t, lm, sign):
     raise NotImplementedError("add_fit only runs inside numba kernels")
 
 
-@overload(add_fit, inline="always", jit_options={"nogil": True})
+def range_loglik(prior, lm, perm, s, e):
+    """Log marginal likelihood of one leaf holding the rows ``perm[s:e]`` of Gaussian pseudo-data (constant or
+    basis leaves; compiled dispatch). What the tree moves score a leaf with."""
+    raise NotImplementedError("range_loglik only runs inside numba kernels")
+
+
+def split_logliks(prior, lm, perm, s, e, code_v, c):
+    """The rows ``perm[s:e]`` split at ``code_v <= c`` without moving them: ``(n_left, left, right, both)``, the
+    two sides' log marginal likelihoods and the whole range's (compiled dispatch)."""
+    raise NotImplementedError("split_logliks only runs inside numba kernels")
+
+
+def children_logliks(prior, lm, perm, sa, ea, sb, eb):
+    """Log marginal likelihoods of two sibling leaves' rows ``perm[sa:ea]``, ``perm[sb:eb]`` and of their union
+    (compiled dispatch)."""
+    raise NotImplementedError("children_logliks only runs inside numba kernels")
+
+
+# Dispatch on the record's type; the constant leaves' branches are the code the moves ran before a basis
+# existed, inlined, so their draws are unchanged. Not cached, as the driver's shims (engine/driver.py).
+_SHIM = {"nogil": True}
+
+
+def _is_basis(lm):
+    return getattr(lm, "instance_class", None) is BasisPseudo
+
+
+@overload(add_fit, inline="always", jit_options=_SHIM)
 def _add_fit(t, lm, sign):
-    if getattr(lm, "instance_class", None) is BasisPseudo:
+    if _is_basis(lm):
         return lambda t, lm, sign: add_basis_fit(t, lm.basis, lm.r, sign)
     return lambda t, lm, sign: add_tree(t, lm.r, sign, lm.threads)
+
+
+@overload(range_loglik, inline="always", jit_options=_SHIM)
+def _range_loglik(prior, lm, perm, s, e):
+    if _is_basis(lm):
+        return lambda prior, lm, perm, s, e: basis_range_loglik(prior, lm, perm, s, e)
+
+    def constant(prior, lm, perm, s, e):
+        W, S = leaf_suff(lm, perm, s, e)
+        return leaf_loglik(prior, W, S)
+
+    return constant
+
+
+@overload(split_logliks, inline="always", jit_options=_SHIM)
+def _split_logliks(prior, lm, perm, s, e, code_v, c):
+    if _is_basis(lm):
+        return lambda prior, lm, perm, s, e, code_v, c: basis_split_logliks(prior, lm, perm, s, e, code_v, c)
+
+    def constant(prior, lm, perm, s, e, code_v, c):
+        n_left, wa, sa, wb, sb = split_suff(lm.r, lm.w, perm, s, e, code_v, c, lm.threads)
+        return n_left, leaf_loglik(prior, wa, sa), leaf_loglik(prior, wb, sb), leaf_loglik(prior, wa + wb, sa + sb)
+
+    return constant
+
+
+@overload(children_logliks, inline="always", jit_options=_SHIM)
+def _children_logliks(prior, lm, perm, sa, ea, sb, eb):
+    if _is_basis(lm):
+        return lambda prior, lm, perm, sa, ea, sb, eb: basis_children_logliks(prior, lm, perm, sa, ea, sb, eb)
+
+    def constant(prior, lm, perm, sa, ea, sb, eb):
+        wa, s_a = leaf_suff(lm, perm, sa, ea)
+        wb, s_b = leaf_suff(lm, perm, sb, eb)
+        return leaf_loglik(prior, wa, s_a), leaf_loglik(prior, wb, s_b), leaf_loglik(prior, wa + wb, s_a + s_b)
+
+    return constant
 
 
 # --- Dirichlet-multinomial: stats = class counts ------------------------------------------------

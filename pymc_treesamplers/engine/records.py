@@ -77,9 +77,10 @@ class BasisPseudo(NamedTuple):
 
     ``basis`` (n, d); ``weight`` as :class:`Pseudo`'s ``w`` (one per row, or length 1); the leaf prior ``mu0`` and
     ``s2`` (d,), which the record carries as the single-tree leaf models carry theirs (:mod:`.leaves`), so the
-    scalar :class:`TreePrior`'s leaf fields are unused; ``chol`` (d, d) and ``vec`` (d,): the leaf algebra's
-    scratch (one leaf at a time). The weights are called ``weight``, not ``w``, on purpose: a kernel written for
-    constant leaves reads ``pseudo.w`` and so fails to compile on this record instead of ignoring the basis.
+    scalar :class:`TreePrior`'s leaf fields are unused; ``chol`` (d, d), ``vec`` (d,) and ``stats`` (3, d + d^2):
+    the leaf algebra's scratch (one leaf, or one split's two sides and their union, at a time). The weights are
+    called ``weight``, not ``w``, on purpose: a kernel written for constant leaves reads ``pseudo.w`` and so fails
+    to compile on this record instead of ignoring the basis.
     """
 
     r: np.ndarray
@@ -90,6 +91,7 @@ class BasisPseudo(NamedTuple):
     threads: int
     chol: np.ndarray
     vec: np.ndarray
+    stats: np.ndarray
 
 
 def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1) -> BasisPseudo:
@@ -104,7 +106,7 @@ def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1) -> BasisPseudo:
     mu0 = np.ascontiguousarray(np.broadcast_to(np.asarray(mu0, dtype=np.float64), (d,)))
     s2 = np.ascontiguousarray(np.broadcast_to(np.asarray(s2, dtype=np.float64), (d,)))
     return BasisPseudo(r, np.ascontiguousarray(weight, dtype=np.float64), basis, mu0, s2, int(threads),
-                       np.zeros((d, d)), np.zeros(d))
+                       np.zeros((d, d)), np.zeros(d), np.zeros((3, d + d * d)))
 
 
 class Tree(NamedTuple):

@@ -24,8 +24,10 @@ import math
 
 import numba
 import numpy as np
+from numba.extending import overload
 
-from .gaussian import leaf_draw, leaf_loglik, leaf_suff
+from .gaussian import leaf_draw, leaf_loglik
+from .leaves import children_logliks, range_loglik, split_logliks
 from .nodes import (
     CUT,
     DEPTH,
@@ -52,6 +54,7 @@ from .prior import (
     node_log_avail,
     rule_log_prob,
 )
+from .records import BasisPseudo
 from .rows import (
     PAR_MIN,
     add_ranges,
@@ -61,7 +64,6 @@ from .rows import (
     partition_blocks,
     ranges_suff,
     split2_suff,
-    split_suff,
 )
 
 GROWABLE, NOG, INTERNAL, INTERNAL_CHILD = (np.int64(kind) for kind in range(4))
@@ -364,8 +366,8 @@ def subtree_log_post(t, prior, pseudo, k, order, top_rule, split_probs):
         u = order[q]
         d = ti[u, DEPTH]
         if ti[u, LEFT] < 0:
-            W, S = leaf_suff(pseudo, t.perm, ti[u, START], ti[u, END])
-            total += leaf_loglik(prior, W, S) + leaf_log_prior(prior, d, tf[u, LWAVAIL])
+            total += range_loglik(prior, pseudo, t.perm, ti[u, START], ti[u, END]) + leaf_log_prior(prior, d,
+                                                                                                  tf[u, LWAVAIL])
         else:
             if u != k or top_rule:
                 total += tf[u, RULELP]
@@ -385,7 +387,8 @@ def rule_change_bound(t, data, prior, pseudo, k, top_rule):
     ``k``, each rule's ``log(w_v / W_avail)`` by 0 (its own variable is available). A change or swap is
     mostly rejected once a chain has found the data, by a likelihood drop far larger than these slacks;
     this rejects it before any row moves. Two levels cover the small trees of a large forest; deeper
-    subtrees, whose rows are few in practice, are left to the exact path.
+    subtrees, whose rows are few in practice, are left to the exact path, and so are two levels of basis
+    leaves (:func:`two_level_bound`).
     """
     ti = t.ints
     tf = t.floats
@@ -396,13 +399,38 @@ def rule_change_bound(t, data, prior, pseudo, k, top_rule):
     v = ti[k, VAR]
     bound = data.logw[v] - tf[k, LWAVAIL] if top_rule else 0.0  # k's rows, so its availability, do not change
     if ti[a, LEFT] < 0 and ti[b, LEFT] < 0:
-        n_left, wa, sa, wb, sb = split_suff(pseudo.r, pseudo.w, t.perm, s, e, data.codes[v], ti[k, CUT], pseudo.threads)
+        n_left, left, right, _ = split_logliks(prior, pseudo, t.perm, s, e, data.codes[v], ti[k, CUT])
         if n_left == 0 or n_left == e - s:
             return False, 0.0
-        return True, bound + leaf_loglik(prior, wa, sa) + leaf_loglik(prior, wb, sb)
+        return True, bound + left + right
     for u in (a, b):
         if ti[u, LEFT] >= 0 and (ti[ti[u, LEFT], LEFT] >= 0 or ti[ti[u, RIGHT], LEFT] >= 0):
             return True, math.inf
+    return two_level_bound(t, data, prior, pseudo, k, bound)
+
+
+def two_level_bound(t, data, prior, pseudo, k, bound):
+    """:func:`rule_change_bound` of a subtree two levels deep (compiled dispatch): from one pass over its rows
+    for constant leaves; ``(True, inf)`` (no bound: the exact path decides) for basis leaves, whose
+    statistics per cell would be matrices."""
+    raise NotImplementedError("two_level_bound only runs inside numba kernels")
+
+
+@overload(two_level_bound, inline="always", jit_options={"nogil": True})
+def _two_level_bound(t, data, prior, pseudo, k, bound):
+    if getattr(pseudo, "instance_class", None) is BasisPseudo:
+        return lambda t, data, prior, pseudo, k, bound: (True, math.inf)
+    return lambda t, data, prior, pseudo, k, bound: _constant_two_level_bound(t, data, prior, pseudo, k, bound)
+
+
+@numba.njit(cache=True, nogil=True)
+def _constant_two_level_bound(t, data, prior, pseudo, k, bound):
+    ti = t.ints
+    s = ti[k, START]
+    e = ti[k, END]
+    a = ti[k, LEFT]
+    b = ti[k, RIGHT]
+    v = ti[k, VAR]
     code0 = data.codes[v]
     # a leaf child: a cut above every code sends all its rows to its first cell
     code_l, c_l = (data.codes[ti[a, VAR]], ti[a, CUT]) if ti[a, LEFT] >= 0 else (code0, ALL_CODES)
@@ -452,13 +480,19 @@ def split_log_ratio_sums(prior, d, lwa, lwb, wa, sa, wb, sb):
     True
     """
     dlik = leaf_loglik(prior, wa, sa) + leaf_loglik(prior, wb, sb) - leaf_loglik(prior, wa + wb, sa + sb)
-    dprior = (
+    return split_log_prior_ratio(prior, d, lwa, lwb) + dlik
+
+
+@numba.njit(cache=True, nogil=True)
+def split_log_prior_ratio(prior, d, lwa, lwb):
+    """The tree prior's part of :func:`split_log_ratio_sums`: split probability and the children's leaf factors
+    against the node's leaf factor."""
+    return (
         log_psplit(prior, d)
         + leaf_log_prior(prior, d + 1, lwa)
         + leaf_log_prior(prior, d + 1, lwb)
         - log1m_psplit(prior, d)
     )
-    return dprior + dlik
 
 
 @numba.njit(cache=True, nogil=True)
@@ -469,9 +503,8 @@ def split_log_ratio(t, prior, pseudo, k):
     tf = t.floats
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
-    wa, sa = leaf_suff(pseudo, t.perm, ti[a, START], ti[a, END])
-    wb, sb = leaf_suff(pseudo, t.perm, ti[b, START], ti[b, END])
-    return split_log_ratio_sums(prior, ti[k, DEPTH], tf[a, LWAVAIL], tf[b, LWAVAIL], wa, sa, wb, sb)
+    left, right, both = children_logliks(prior, pseudo, t.perm, ti[a, START], ti[a, END], ti[b, START], ti[b, END])
+    return split_log_prior_ratio(prior, ti[k, DEPTH], tf[a, LWAVAIL], tf[b, LWAVAIL]) + (left + right - both)
 
 
 # ------------------------------------------------------------------------------------- saving
@@ -479,11 +512,15 @@ def split_log_ratio(t, prior, pseudo, k):
 
 @numba.njit(cache=True, nogil=True)
 def _copy_node_rows(src_ints, src_floats, dst_ints, dst_floats, k):
-    # element loops, not slice assignment: same speed, a fraction of the compile time
+    # element loops, not slice assignment: same speed, a fraction of the compile time. The float columns the
+    # two have in common: a basis leaf's coefficients (engine/nodes.py) travel between the forest and the
+    # driver's scratch tree, both as wide; the narrower buffers of the moves and particles (backups, proposal
+    # trees) leave them stale, and the driver draws every leaf of an updated tree afresh
+    nf = min(src_floats.shape[1], dst_floats.shape[1])
     for u in range(k):
         for f in range(src_ints.shape[1]):
             dst_ints[u, f] = src_ints[u, f]
-        for f in range(src_floats.shape[1]):
+        for f in range(nf):
             dst_floats[u, f] = src_floats[u, f]
 
 

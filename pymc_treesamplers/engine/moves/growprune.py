@@ -12,9 +12,9 @@ import math
 
 import numba
 
+from ..leaves import split_logliks
 from ..nodes import DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, START
 from ..prior import NEG_INF, draw_split_rule, side_log_avail
-from ..rows import split_suff
 from ..tree import (
     GROWABLE,
     NOG,
@@ -24,8 +24,8 @@ from ..tree import (
     nth_node,
     random_node,
     split_leaf,
+    split_log_prior_ratio,
     split_log_ratio,
-    split_log_ratio_sums,
 )
 
 
@@ -46,13 +46,14 @@ def grow_move(rng, t, data, prior, pseudo, scratch_p, log_pgrow_t, log_pprune):
     e = ti[k, END]
     v, c, n_cuts = draw_split_rule(rng, data, t.perm, s, e, scratch_p)
     code_v = data.codes[v]
-    n_left, wa, sa, wb, sb = split_suff(pseudo.r, pseudo.w, t.perm, s, e, code_v, c, pseudo.threads)
+    n_left, left, right, both = split_logliks(prior, pseudo, t.perm, s, e, code_v, c)
     lwa = side_log_avail(data, t.perm, s, e, code_v, c, True, n_left)
     lwb = side_log_avail(data, t.perm, s, e, code_v, c, False, e - s - n_left)
     # prunable nodes of the grown tree: k joins them; its parent, if it was one, no longer is
     parent = ti[k, PARENT]
     nog = count_nodes(t, NOG) + 1 - (1 if parent >= 0 and is_nog(ti, parent) else 0)
-    log_r = split_log_ratio_sums(prior, ti[k, DEPTH], lwa, lwb, wa, sa, wb, sb) + (log_pprune - math.log(nog)) - (
+    dlik = left + right - both
+    log_r = split_log_prior_ratio(prior, ti[k, DEPTH], lwa, lwb) + dlik + (log_pprune - math.log(nog)) - (
         log_pgrow_t - math.log(g)
     )
     if math.log(rng.random()) < log_r:

@@ -57,12 +57,13 @@ class GFRScratch(NamedTuple):
     proposals: ProposalScratch
 
 
-def new_gfr_scratch(codes: np.ndarray) -> GFRScratch:
-    """Scratch for :func:`gfr_update` on the split codes ``codes`` (p, n)."""
+def new_gfr_scratch(codes: np.ndarray, width: int = 2) -> GFRScratch:
+    """Scratch for :func:`gfr_update` on the split codes ``codes`` (p, n), for leaf statistics of ``width``
+    values (:func:`~pymc_treesamplers.engine.leaves.n_stats`: 2 for constant leaves)."""
     n = codes.shape[1]
     # one particle: nothing to resample (threshold 0)
     opts = SMCOptions(1, PROPOSAL_OPTIMAL, RESAMPLE_MULTINOMIAL, 0.0, 2 * n + 1, EXPANSION_NODE)
-    return GFRScratch(opts, new_particles(1, n), new_proposal_scratch(codes))
+    return GFRScratch(opts, new_particles(1, n, width), new_proposal_scratch(codes, width))
 
 
 @register_update(GFRScratch)
