@@ -18,6 +18,8 @@ from pymc_treesamplers.engine.forest import Forest, init_roots
 from pymc_treesamplers.engine.nodes import COEF, END, LEFT, START, VALUE
 from pymc_treesamplers.engine.records import Pseudo, TreePrior, basis_pseudo, split_data, tree_of
 from pymc_treesamplers.engine.smc import PROPOSAL_OPTIMAL, PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC, SMCOptions
+from pymc_treesamplers.engine.updates.ct import new_ct_scratch
+from pymc_treesamplers.engine.updates.gfr import new_gfr_scratch
 from pymc_treesamplers.engine.updates.pg import new_pg_scratch
 from tests.helpers.exact import (
     basis_leaf_term,
@@ -42,7 +44,7 @@ W = np.ones(7)
 THIN = 5
 # grow/prune cannot move a split without pruning it first (tests/helpers/samplers.py): at 5 its TV sat at
 # 0.8-1.6x the threshold over three seeds, at 50 at 0.4-0.9x, as the constant leaves' registry thins it
-THIN_OF = {"growprune": 50}
+THIN_OF = {"growprune": 50, "ct": 100, "ct-rotate-change": 20}  # CT: about 100 time units between kept states
 
 
 def _basis(n=7, seed=3):
@@ -112,16 +114,23 @@ def test_a_tree_fit_is_its_coefficients_times_the_basis():
     assert np.allclose(out, 1.0 - B @ [0.5, -2.0])
 
 
-SAMPLERS = ("cgm", "growprune", "reshape", "pg-prior", "pg-optimal")
+SAMPLERS = ("cgm", "growprune", "reshape", "pg-prior", "pg-optimal", "ct", "ct-rotate-change")
 
 
 def _scratch(sampler, codes, m, width):
-    """The sampler's scratch record: the step's own (its moves' buffers hold no leaf statistics), or Particle
-    Gibbs's with room for ``width`` statistics per node."""
+    """The sampler's scratch record: the step's own (its moves' buffers hold no leaf statistics), or, for the
+    samplers that keep leaf statistics (Particle Gibbs's particles, CT's per-code sums, GFR), one with room for
+    ``width`` of them."""
     if sampler.startswith("pg"):
         opts = SMCOptions(10, PROPOSAL_OPTIMAL if sampler == "pg-optimal" else PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC,
                           1.0, 1000)
         return new_pg_scratch(opts, codes, m, width=width)
+    if sampler == "ct":
+        return new_ct_scratch(codes, m, 1.0, 0, 0, width=width)
+    if sampler == "ct-rotate-change":
+        return new_ct_scratch(codes, m, 0.5, 1, 1, width=width)
+    if sampler == "gfr":
+        return new_gfr_scratch(codes, width=width)
     step_cls = {"cgm": pmt.CGMStep, "growprune": pmt.GrowPruneStep, "reshape": pmt.ReshapeStep}[sampler]
     return make_step(step_cls, {}, codes.shape[1], codes.shape[0], m)._new_scratch(codes, m)
 
@@ -174,14 +183,26 @@ def test_basis_leaves_match_enumeration(sampler):
     assert np.allclose(lik.r, r - fit)
 
 
-@pytest.mark.parametrize("sampler", ["cgm", "pg-prior"])
+def test_a_grow_from_root_warm_start_on_basis_leaves_keeps_the_residual():
+    """GFR (a warm start, not a kernel: no posterior to match) grows trees on basis leaves and leaves the record's
+    residual the data minus the forest's fit."""
+    codes, r, B, _ = _slope_data()
+    keys, forest, lik = _basis_chain("gfr", codes, r, W[:1], B, MU0, SD, 20, 1, 3, m=2)
+    assert len({k for pair in keys for k in pair}) > 1  # the trees were regrown, not left as roots
+    fit = np.zeros(7)
+    for j in range(2):
+        add_basis_fit(tree_of(forest.arrays(), j), B, fit, 1.0)
+    assert np.allclose(lik.r, r - fit)
+
+
+@pytest.mark.parametrize("sampler", ["cgm", "pg-prior", "ct"])
 def test_a_sampler_that_ignores_the_basis_fails_enumeration(sampler):
     """The same chain given a basis of ones in place of the slope column (the basis ignored) is far from the
     exact posterior under the true basis."""
     codes, r, B, exact = _slope_data()
     n_draws = 6000
     wrong = np.column_stack([B[:, 0], np.ones(7)])
-    keys, _, _ = _basis_chain(sampler, codes, r, W[:1], wrong, MU0, SD, n_draws, THIN, 11)
+    keys, _, _ = _basis_chain(sampler, codes, r, W[:1], wrong, MU0, SD, n_draws, THIN_OF.get(sampler, THIN), 11)
     assert tv_distance(exact, empirical(keys)) > 2 * tv_threshold(exact, n_draws)
 
 
@@ -197,7 +218,7 @@ def test_basis_leaves_match_pair_enumeration(sampler):
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, n_draws)
 
 
-@pytest.mark.parametrize("sampler", ["cgm", "pg-optimal"])
+@pytest.mark.parametrize("sampler", ["cgm", "pg-optimal", "ct-rotate-change"])
 def test_an_all_ones_basis_gives_constant_leaves_draws(sampler):
     """One column of ones with the constant leaves' prior: the same partitions, and leaf values equal up to
     rounding, as constant leaves from the same seed."""
@@ -217,7 +238,7 @@ def test_an_all_ones_basis_gives_constant_leaves_draws(sampler):
 
 def test_constant_leaf_kernels_refuse_a_basis_record():
     """A kernel written for constant leaves reads ``pseudo.w``, which a basis record does not have: it fails to
-    compile rather than ignore the basis (CTBirthDeathStep's births are such a kernel for now)."""
+    compile rather than ignore the basis."""
     from numba.core.errors import TypingError
 
     from pymc_treesamplers.engine.gaussian import leaf_suff
@@ -225,3 +246,33 @@ def test_constant_leaf_kernels_refuse_a_basis_record():
     bp = basis_pseudo(np.zeros(3), np.ones(1), np.ones((3, 2)), 0.0, 1.0)
     with pytest.raises(TypingError):
         leaf_suff(bp, np.arange(3, dtype=np.int32), 0, 3)
+
+
+def test_a_chain_on_a_basis_sweeps_fits_and_gives_its_coefficients():
+    """The way in (engine/chain.py): a chain made with a basis wraps each sweep's Gaussian pseudo-data in the
+    basis record, its fit is the trees' terms and its coefficients the per-row sums that the fit combines."""
+    from pymc_treesamplers.engine.chain import Chain
+
+    codes, r, B, _ = _slope_data()
+    codes = np.ascontiguousarray(codes.T).astype(np.uint16)
+    chain = Chain.new(codes, 3, alpha=0.95, beta=2.0, mu0=MU0, s2=SD**2, basis=B,
+                      new_scratch=lambda: new_pg_scratch(SMCOptions(5, PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC, 1.0, 100),
+                                                         codes, 3, width=6))
+    f, coef = np.empty(7), np.empty((2, 7))
+    chain.fit(f)
+    assert np.allclose(f, 3 * B @ MU0)  # every root at its coefficients' prior mean
+    resid = r - f
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        assert chain.sweep(rng, Pseudo(resid, np.ones(1), 1)) == -1
+    chain.fit(f)
+    chain.coefficients(coef)
+    assert np.allclose(resid, r - f)
+    assert np.allclose(f, (B * coef.T).sum(axis=1))
+    assert chain.sweep(rng, Pseudo(resid, np.ones(1), 1), warm=True) == -1  # grow-from-root on the basis
+    chain.fit(f)
+    assert np.allclose(resid, r - f)
+    with pytest.raises(NotImplementedError, match="Gaussian pseudo-data only"):
+        chain.sweep(rng, (resid,))
+    with pytest.raises(NotImplementedError, match="one value per leaf"):
+        chain.encode(np.zeros((2, 3)))

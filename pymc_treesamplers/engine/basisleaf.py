@@ -33,6 +33,7 @@ import numba
 import numpy as np
 
 from .nodes import COEF, END, LEFT, START
+from .records import tree_of
 from .rows import leaf_ranges, row_weight
 
 
@@ -210,3 +211,30 @@ def draw_basis_leaves(rng, t, prior, lm):
         basis_rows(lm, t.perm, starts[j], ends[j], st)
         basis_draw(rng, lm, st, t.floats[nodes[j], COEF : COEF + d])
     add_basis_fit(t, lm.basis, lm.r, -1.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def forest_basis_sum(forest, basis, out):
+    """The sum of all trees' terms ``basis_i . beta`` at the training rows into ``out``, trees in order 0..m-1
+    for every row (as a basis forest's predictions add them)."""
+    for i in range(out.shape[0]):
+        out[i] = 0.0
+    for j in range(forest.ints.shape[0]):
+        add_basis_fit(tree_of(forest, j), basis, out, 1.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def forest_coefficients(forest, out):
+    """Every row's coefficient vector summed over the trees into ``out`` (d, n)."""
+    d = out.shape[0]
+    for u in range(d):
+        for i in range(out.shape[1]):
+            out[u, i] = 0.0
+    for j in range(forest.ints.shape[0]):
+        ti = forest.ints[j]
+        for k in range(forest.n_nodes[j]):
+            if ti[k, LEFT] < 0:
+                for q in range(ti[k, START], ti[k, END]):
+                    i = forest.perm[j, q]
+                    for u in range(d):
+                        out[u, i] += forest.floats[j, k, COEF + u]

@@ -8,7 +8,9 @@ encode them; nothing else builds a forest, a prior or the driver's buffers (test
 
 A step with several outputs holds one chain per output, on the same data and sharing one workspace (they
 sweep in turn): :meth:`Chain.sibling`. Several states of one output (tempered replicas, say) are several
-chains in the same way.
+chains in the same way. A chain whose leaves hold a coefficient vector on a basis (``Chain.new(...,
+basis=B)``, :mod:`pymc_treesamplers.engine.basisleaf`) takes the same Gaussian pseudo-data of the term
+``B_i . beta``, and its :meth:`Chain.fit` is that term.
 
 >>> import numpy as np
 >>> from pymc_treesamplers.engine.records import Pseudo
@@ -31,12 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from .basisleaf import forest_basis_sum, forest_coefficients
 from .binding import Bound
 from .driver import new_scratch_tree, run_sweep, sweep
 from .encoding import encode_forest
 from .forest import Forest, forest_sum, forest_summary, init_roots
+from .nodes import COEF
 from .pool import start as start_pool
-from .records import SplitData, TreePrior, split_data
+from .records import BasisPseudo, Pseudo, SplitData, TreePrior, basis_pseudo, split_data
 from .rows import numba_threads
 from .updates.gfr import new_gfr_scratch
 
@@ -46,12 +50,15 @@ class Workspace:
     points, for chains on ``n`` rows: each made at first use and never pickled (they are sized by the data, up
     to about 100 bytes per row and particle, and a worker process makes its own).
 
-    ``new_scratch``: makes the sampler's scratch record (None: a chain that only runs grow-from-root sweeps).
+    ``new_scratch``: makes the sampler's scratch record (None: a chain that only runs grow-from-root sweeps);
+    ``coefs``: the coefficients a leaf holds on a basis (0: constant leaves), and ``width`` the width of a leaf's
+    statistics (:func:`~pymc_treesamplers.engine.leaves.n_stats`).
     """
 
-    def __init__(self, n: int, new_scratch: Callable[[], Any] | None = None):
+    def __init__(self, n: int, new_scratch: Callable[[], Any] | None = None, coefs: int = 0, width: int = 2):
         self.n = n
         self.new_scratch = new_scratch
+        self.coefs, self.width = coefs, width
         self._clear()
 
     def _clear(self) -> None:
@@ -59,7 +66,7 @@ class Workspace:
         self.kernels: dict[str, Bound] = {}
 
     def __getstate__(self):
-        return {"n": self.n, "new_scratch": self.new_scratch}
+        return {"n": self.n, "new_scratch": self.new_scratch, "coefs": self.coefs, "width": self.width}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -69,14 +76,14 @@ class Workspace:
     def tree(self):
         """The driver's scratch tree (:func:`~pymc_treesamplers.engine.driver.new_scratch_tree`)."""
         if self._tree is None:
-            self._tree = new_scratch_tree(self.n)
+            self._tree = new_scratch_tree(self.n, self.coefs)
         return self._tree
 
     def scratch(self, codes: np.ndarray, warm: bool = False):
         """The sampler's scratch record, or the grow-from-root sweep's (``warm``)."""
         if warm:
             if self._gfr is None:
-                self._gfr = new_gfr_scratch(codes)
+                self._gfr = new_gfr_scratch(codes, self.width)
             return self._gfr
         if self._scratch is None:
             if self.new_scratch is None:
@@ -101,25 +108,37 @@ class Chain:
     no forest and starts again where it is unpickled).
     """
 
-    def __init__(self, data: SplitData, prior: TreePrior, m: int, workspace: Workspace):
+    def __init__(self, data: SplitData, prior: TreePrior, m: int, workspace: Workspace,
+                 basis: BasisPseudo | None = None):
         start_pool()  # numba's threading layer and pool, before this chain's first kernel (engine/pool.py)
         self.data, self.prior, self.m, self.workspace = data, prior, m, workspace
+        # the basis and its coefficients' prior, as a record whose residual and weights each sweep's take
+        self.basis = basis
         self.forest: Forest | None = None
         self.changed = np.zeros(m, dtype=np.bool_)
         self.unswept = True
 
     @classmethod
-    def new(cls, codes: np.ndarray, m: int, *, alpha: float, beta: float, mu0: float, s2: float,
+    def new(cls, codes: np.ndarray, m: int, *, alpha: float, beta: float, mu0, s2,
             split_weights: np.ndarray | None = None, threads: int = 1,
-            new_scratch: Callable[[], Any] | None = None, start: bool = True) -> Chain:
+            new_scratch: Callable[[], Any] | None = None, start: bool = True, basis: np.ndarray | None = None) -> Chain:
         """A chain on split codes ``codes`` (p, n) under the tree prior ``alpha``, ``beta`` and the leaf prior
         ``N(mu0, s2)``, the split variables weighted by ``split_weights`` (default: all 1); ``threads`` for the
-        passes over long row ranges; ``new_scratch`` makes the sampler's scratch record; ``start``: make the
-        single-leaf trees now (:meth:`start`)."""
+        passes over long row ranges; ``new_scratch`` makes the sampler's scratch record (with a basis, one for
+        leaf statistics of :attr:`Workspace.width`); ``start``: make the single-leaf trees now (:meth:`start`).
+        ``basis`` (n, d): every leaf holds ``beta ~ N(mu0, diag(s2))`` (``mu0``, ``s2`` scalars or (d,)) and a
+        tree contributes ``basis_i . beta`` at row ``i``."""
         codes = np.asarray(codes)
         weights = np.ones(codes.shape[0]) if split_weights is None else split_weights
         data = split_data(codes, weights, threads)
-        chain = cls(data, TreePrior(alpha, beta, mu0, s2), m, Workspace(codes.shape[1], new_scratch))
+        if basis is None:
+            chain = cls(data, TreePrior(alpha, beta, mu0, s2), m, Workspace(codes.shape[1], new_scratch))
+        else:
+            record = basis_pseudo(np.zeros(0), np.ones(1), basis, mu0, s2, threads)
+            d = record.basis.shape[1]
+            # the scalar leaf fields are unused: the record carries the coefficients' prior
+            chain = cls(data, TreePrior(alpha, beta, 0.0, 1.0), m,
+                        Workspace(codes.shape[1], new_scratch, coefs=d, width=d + d * d), record)
         if start:
             chain.start()
         return chain
@@ -127,6 +146,8 @@ class Chain:
     def sibling(self, mu0: float, s2: float, start: bool = True) -> Chain:
         """Another chain on the same data and workspace, with the leaf prior ``N(mu0, s2)`` (another output of
         the same BART variable)."""
+        if self.basis is not None:
+            raise ValueError("a chain on a leaf basis has no sibling: a basis BART has one output")
         chain = Chain(self.data, self.prior._replace(mu0=mu0, s2=s2), self.m, self.workspace)
         if start:
             chain.start()
@@ -141,7 +162,11 @@ class Chain:
         array of a chain, 4 bytes per row and tree, so a chain's restart does not hold two). The split weights
         in ``data`` must be current: a root caches its available weight."""
         perm = None if self.forest is None else self.forest.perm
-        self.forest = Forest.empty(self.m, self.n, self.prior.mu0, perm=perm)
+        if self.basis is None:
+            self.forest = Forest.empty(self.m, self.n, self.prior.mu0, perm=perm)
+        else:
+            self.forest = Forest.empty(self.m, self.n, 0.0, perm=perm, coefs=self.basis.basis.shape[1])
+            self.forest.floats[:, 0, COEF:] = self.basis.mu0  # every root at its coefficients' prior mean
         init_roots(self.forest.arrays(), self.data, self.prior.mu0)
         self.changed[:] = False
         self.unswept = True
@@ -156,6 +181,7 @@ class Chain:
         grow-from-root. ``changed[j]``: whether tree ``j`` changed. Returns -1, or the tree whose update
         failed."""
         ws = self.workspace
+        lik = self._with_basis(lik)
         # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
         prior = self.prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0))
         self.unswept = False
@@ -166,13 +192,35 @@ class Chain:
         """Whether this chain's sweep under ``lik`` is compiled (in memory or numba's on-disk cache)."""
         ws = self.workspace
         return ws.kernel(sweep).cached(np.random.default_rng(0), 0, False, self.data, self.prior,
-                                       self.forest.arrays(), lik, ws.tree, ws.scratch(self.data.codes, warm),
-                                       self.changed)
+                                       self.forest.arrays(), self._with_basis(lik), ws.tree,
+                                       ws.scratch(self.data.codes, warm), self.changed)
+
+    def _with_basis(self, lik):
+        """The record a sweep runs on: ``lik`` itself, or, on a basis chain, the basis record with ``lik``'s
+        residual (the same array: the sweep updates it in place) and weights."""
+        if self.basis is None:
+            return lik
+        if type(lik) is not Pseudo:
+            raise NotImplementedError(
+                "leaves with a coefficient vector on a basis of several columns take Gaussian pseudo-data only "
+                f"for now (a Normal likelihood whose mean is affine in the BART term), not a {type(lik).__name__}")
+        return self.basis._replace(r=lik.r, weight=lik.w, threads=lik.threads)
 
     def fit(self, out: np.ndarray, threads: int = 1) -> None:
-        """The sum of the trees at the training rows into ``out`` (n,) (the order of prediction's sums)."""
+        """The sum of the trees at the training rows into ``out`` (n,) (the order of prediction's sums); on a
+        basis chain, the sum of the trees' terms ``basis_i . beta``."""
+        if self.basis is not None:
+            self.workspace.kernel(forest_basis_sum)(self.forest.arrays(), self.basis.basis, out)
+            return
         with numba_threads(threads):
             self.workspace.kernel(forest_sum)(self.forest.arrays(), out, threads)
+
+    def coefficients(self, out: np.ndarray) -> None:
+        """A basis chain's coefficients at the training rows into ``out`` (d, n): the sum over the trees of each
+        row's leaf's coefficient vector (so :meth:`fit` is ``sum_j basis[:, j] * out[j]``, up to rounding)."""
+        if self.basis is None:
+            raise ValueError("this chain's leaves are constants: it has no coefficients on a basis")
+        self.workspace.kernel(forest_coefficients)(self.forest.arrays(), out)
 
     def summary(self, split_counts: np.ndarray) -> tuple[float, float]:
         """Mean tree depth and mean number of leaves; the splits per split column into ``split_counts``."""
@@ -180,6 +228,8 @@ class Chain:
 
     def encode(self, thr_table: np.ndarray, trace_var: np.ndarray | None = None, p: int | None = None) -> str:
         """The forest in the stored format (:func:`~pymc_treesamplers.engine.encoding.encode_forest`)."""
+        if self.basis is not None:
+            raise NotImplementedError("the stored forest format holds one value per leaf, not a coefficient vector")
         return encode_forest(self.forest, thr_table, trace_var, p)
 
     def __getstate__(self):

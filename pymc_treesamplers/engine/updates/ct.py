@@ -8,8 +8,9 @@ the death that undoes it are each other's reverse, so ``pi(T) q(T -> T') = min(p
 is symmetric: detailed balance, and the state at any fixed time ``horizon`` is an exact draw
 given an exact start. That is what lets it run inside a Gibbs sweep with sigma and other trees.
 
-All birth rates of a leaf come from one pass over its rows per variable: per-code sums of the
-weights and weighted residuals give both children's likelihoods for every cut by prefix sums,
+All birth rates of a leaf come from one pass over its rows per variable: per-code leaf statistics (the
+sums of the weights and weighted residuals; a basis leaf's vector and matrix sums) give both children's
+likelihoods for every cut by prefix sums,
 and a representative row per code tells, for every cut at once, whether each child could split
 again (the tree prior treats unsplittable leaves differently). After a jump only
 the touched nodes' rates are recomputed: the two new leaves and the split node after a birth, the
@@ -27,7 +28,7 @@ import numba
 import numpy as np
 
 from ..driver import register_update
-from ..gaussian import leaf_loglik, leaf_suff
+from ..leaves import add_row, log_marginal, range_stats
 from ..moves.cgm import MoveBuffers, change_move, new_move_buffers
 from ..moves.pivot import pivot_move
 from ..moves.preorder import SeqScratch, new_seq_scratch
@@ -35,7 +36,6 @@ from ..moves.relabel import relabel_gibbs
 from ..moves.rotate import rotate_move
 from ..nodes import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, VAR
 from ..prior import NEG_INF, code_range, log1m_psplit, log_psplit
-from ..rows import row_weight
 from ..tree import (
     NOG,
     collapse,
@@ -51,11 +51,15 @@ RATES_SUM, RATES, LOG_RATIOS = (np.int64(out) for out in range(3))  # typed: one
 
 
 class BirthScratch(NamedTuple):
-    """Per-code sums of weights ``hw`` and weighted residuals ``hs``, a representative row ``rep``
-    and whether the code's rows differ (``mixed``); ``R[v, c]``: the rate (or log ratio) of a birth."""
+    """Per-code leaf statistics ``hist`` (codes, width: for constant leaves the sums of weights and of weighted
+    residuals; :mod:`pymc_treesamplers.engine.leaves`), the leaf's ``tot``, a cut's ``left`` and ``right``
+    sides, a representative row ``rep`` per code and whether the code's rows differ (``mixed``); ``R[v, c]``:
+    the rate (or log ratio) of a birth."""
 
-    hw: np.ndarray
-    hs: np.ndarray
+    hist: np.ndarray
+    tot: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
     rep: np.ndarray
     mixed: np.ndarray
     R: np.ndarray
@@ -80,12 +84,14 @@ class CTScratch(NamedTuple):
     rate: np.ndarray
 
 
-def new_ct_scratch(codes: np.ndarray, m: int, horizon: float, n_rotate: int, n_change: int) -> CTScratch:
-    """Scratch for :func:`ct_update` on ``m`` trees over the rows of ``codes`` (p, n)."""
+def new_ct_scratch(codes: np.ndarray, m: int, horizon: float, n_rotate: int, n_change: int,
+                   width: int = 2) -> CTScratch:
+    """Scratch for :func:`ct_update` on ``m`` trees over the rows of ``codes`` (p, n), for leaf statistics of
+    ``width`` values (:func:`~pymc_treesamplers.engine.leaves.n_stats`: 2 for constant leaves)."""
     p, n = codes.shape
     size = int(codes.max(initial=0)) + 2
-    births = BirthScratch(np.empty(size), np.empty(size), np.empty(size, dtype=np.int64),
-                          np.zeros(size, dtype=np.bool_), np.zeros((p, size)))
+    births = BirthScratch(np.empty((size, width)), np.empty(width), np.empty(width), np.empty(width),
+                          np.empty(size, dtype=np.int64), np.zeros(size, dtype=np.bool_), np.zeros((p, size)))
     cap = 2 * n + 1
     return CTScratch(float(horizon), int(n_rotate), int(n_change), np.zeros(cap), np.zeros(cap), births,
                      new_seq_scratch(n), new_move_buffers(p, n), np.zeros(m, dtype=np.int64), np.zeros(m))
@@ -111,7 +117,8 @@ def leaf_births(t, k, data, prior, pseudo, bs, out):
     for the left child (codes ``<= c``) that holds from some cut on, for the right child up to some
     cut, so both thresholds come from one scan over the codes with a representative row per code.
     """
-    hw, hs, rep, mixed, R = bs
+    hist, tot, left, right, rep, mixed, R = bs
+    width = tot.shape[0]
     codes = data.codes
     wsplit = data.wsplit
     ti = t.ints
@@ -122,8 +129,8 @@ def leaf_births(t, k, data, prior, pseudo, bs, out):
     s = ti[k, START]
     e = ti[k, END]
     d = ti[k, DEPTH]
-    W, S = leaf_suff(pseudo, perm, s, e)
-    base = log_psplit(prior, d) - log1m_psplit(prior, d) - leaf_loglik(prior, W, S)
+    range_stats(pseudo, perm, s, e, tot)
+    base = log_psplit(prior, d) - log1m_psplit(prior, d) - log_marginal(prior, pseudo, tot)
     leaf_split = log1m_psplit(prior, d + 1)  # prior factor of a child that could split
     total = 0.0 if out != LOG_RATIOS else NEG_INF
     for v in range(codes.shape[0]):
@@ -133,16 +140,14 @@ def leaf_births(t, k, data, prior, pseudo, bs, out):
         if mx == mn:
             continue
         for c in range(mn, mx + 1):
-            hw[c] = 0.0
-            hs[c] = 0.0
+            for u in range(width):
+                hist[c, u] = 0.0
             rep[c] = -1
             mixed[c] = False
         for q in range(s, e):
             i = perm[q]
             c = codes[v, i]
-            wi = row_weight(pseudo.w, i)
-            hw[c] += wi
-            hs[c] += wi * pseudo.r[i]
+            add_row(pseudo, i, hist, c)
             if rep[c] < 0:
                 rep[c] = i
             elif not mixed[c] and _rows_differ(codes, wsplit, rep[c], i):
@@ -166,17 +171,18 @@ def leaf_births(t, k, data, prior, pseudo, bs, out):
                 if r1 < 0:
                     r1 = rep[c2]
         rule = data.logw[v] - lwk - math.log(mx - mn)
-        WL = 0.0
-        SL = 0.0
+        for u in range(width):
+            left[u] = 0.0
         delta = 0.0
         r = 0.0
         for c in range(mn, mx):
             # a cut just above a code holding no rows splits the rows as the cut below it does, and
             # both splittability thresholds sit on codes holding rows: same delta, skip the logs
             if c == mn or rep[c] >= 0:
-                WL += hw[c]
-                SL += hs[c]
-                delta = base + rule + leaf_loglik(prior, WL, SL) + leaf_loglik(prior, W - WL, S - SL)
+                for u in range(width):
+                    left[u] += hist[c, u]
+                    right[u] = tot[u] - left[u]
+                delta = base + rule + log_marginal(prior, pseudo, left) + log_marginal(prior, pseudo, right)
                 if c >= c_left:
                     delta += leaf_split
                 if c <= c_right:
