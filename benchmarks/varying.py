@@ -11,6 +11,9 @@ within regions of X: ``f = a(X) + b(X) x`` with ``a = 2 [x1 > 0.5] - 1 + sin(2 p
 * ``constant``: ours, ``y ~ N(BART([X, x]), sigma)``, 200 trees;
 * ``basis``: ours, the composition of docs/basis.md, ``y ~ N(a + b, sigma)`` with ``a = BART([X, x])`` and
   ``b = BART([X, x], leaf_basis=x)``, 100 trees each (200 in all), so one forest per basis column ``[1, x]``;
+* ``vector``: ours, one forest whose leaves hold a coefficient vector on ``[1, x]`` (shared partitions, as
+  stochtree's ``leaf_basis``), ``y ~ N(BART([X, x], leaf_basis=[1, x]), sigma)``, 200 trees, the coefficients'
+  default prior (model/basis.py);
 * both: ``sigma ~ HalfNormal(sd(y))``, ``pm.sample``'s step assignment, 2 chains x (500 + 500);
 * ``stochtree-basis``: stochtree's ``BARTModel`` with ``leaf_basis = [1, x]`` (a coefficient vector per leaf,
   shared partitions), every other setting its default (200 trees, 5 grow-from-root sweeps, 100 MCMC draws);
@@ -30,7 +33,7 @@ from benchmarks import harness
 from benchmarks.harness import fmt, md_table
 
 MODULE = "benchmarks.varying"
-METHODS = ("constant", "basis", "stochtree-basis", "stochtree")
+METHODS = ("constant", "basis", "vector", "stochtree-basis", "stochtree")
 FULL = {"seeds": 5, "tune": 500, "draws": 500, "chains": 2, "n": 500}
 QUICK = {"seeds": 1, "tune": 100, "draws": 100, "chains": 2, "n": 500}
 
@@ -53,7 +56,7 @@ def varying_data(seed: int, n: int):
 def worker_body(spec: dict) -> dict:
     (X, x, _, y), (X_te, x_te, f_te, y_te) = varying_data(spec["seed"], spec["n"])
     t0 = time.perf_counter()
-    if spec["method"] in ("constant", "basis"):
+    if spec["method"] in ("constant", "basis", "vector"):
         import pymc as pm
 
         import pymc_treesamplers as pmt
@@ -63,6 +66,9 @@ def worker_body(spec: dict) -> dict:
                 pmt.BART("f", X, y, m=200)
                 names = ("f",)
                 mean = pm.modelcontext(None)["f"]
+            elif spec["method"] == "vector":
+                mean = pmt.BART("f", X, y, m=200, leaf_basis=np.column_stack([np.ones_like(x), x]))
+                names = ("f",)
             else:
                 a = pmt.BART("a", X, y, m=100)
                 mean = a + pmt.BART("b", X, y, m=100, leaf_basis=x)
@@ -71,7 +77,11 @@ def worker_body(spec: dict) -> dict:
             pm.Normal("y", mean, sigma, observed=y)
             idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=1,
                               random_seed=spec["seed"] + 1, progressbar=False, compute_convergence_checks=False)
-        pred = pmt.predict(idata, X_te, names[0]).reshape(-1, len(y_te))
+        if spec["method"] == "vector":  # the coefficients (chain, draw, 2, n) on the held-out rows' basis
+            coef = pmt.predict(idata, X_te, "f")
+            pred = (coef[..., 0, :] + x_te * coef[..., 1, :]).reshape(-1, len(y_te))
+        else:
+            pred = pmt.predict(idata, X_te, names[0]).reshape(-1, len(y_te))
         if spec["method"] == "basis":
             pred = pred + x_te * pmt.predict(idata, X_te, "b").reshape(-1, len(y_te))
     else:

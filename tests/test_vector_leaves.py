@@ -8,8 +8,12 @@ with one tree and with two (the backfitting). A sampler that ignores the basis f
 all-ones basis of one column gives constant leaves' draws.
 """
 
+import functools
+
 import numpy as np
+import pymc as pm
 import pytest
+from scipy import special, stats
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.basisleaf import add_basis_fit, basis_draw, basis_marginal, basis_rows, basis_width
@@ -27,11 +31,13 @@ from tests.helpers.exact import (
     exact_pair_posterior,
     exact_partition_posterior,
     partition_key,
+    partition_keys_from_values,
     tiny_data,
     tv_distance,
     tv_threshold,
 )
 from tests.helpers.kernel_chain import _chain, make_step
+from tests.helpers.samplers import MAIN
 
 PRIOR = TreePrior(0.95, 2.0, 0.0, 1.0)
 MU0 = np.array([0.2, -0.1])
@@ -274,5 +280,207 @@ def test_a_chain_on_a_basis_sweeps_fits_and_gives_its_coefficients():
     assert np.allclose(resid, r - f)
     with pytest.raises(NotImplementedError, match="Gaussian pseudo-data only"):
         chain.sweep(rng, (resid,))
-    with pytest.raises(NotImplementedError, match="one value per leaf"):
-        chain.encode(np.zeros((2, 3)))
+    from pymc_treesamplers.results.predictive import predict_forests
+
+    chain.coefficients(coef)
+    texts = chain.encode(np.array([[0.5, 1.5, 2.5], [0.5, 1.5, 2.5]])).split(",")
+    assert len(texts) == 2  # one stored forest per coefficient, the same trees
+    X = np.ascontiguousarray(codes.T, dtype=float)
+    assert np.allclose(predict_forests(texts, X), coef)
+
+
+# ------------------------------------------------------------------ end to end: pmt.BART(..., leaf_basis=W)
+
+
+def _entries():
+    return [pytest.param(s, id=s.name) for s in MAIN]
+
+
+def _fit(s, codes, y, likelihood, m, draws, seed, basis, **bart):
+    """pm.sample of ``likelihood(term, y)``, ``term = BART(..., leaf_basis=basis)`` (d columns), with the step of
+    ``s``."""
+    with pm.Model():
+        term = pmt.BART("mu", codes.astype(float), y, m=m, leaf_basis=basis, **({"mu0": MU0, "sigma_mu": SD} | bart))
+        likelihood(term, y)
+        return pm.sample(tune=100, draws=draws, chains=1, cores=1, random_seed=seed, progressbar=False,
+                         step=[s.step([term], **(s.options | s.pm_sample[4]))], compute_convergence_checks=False)
+
+
+@functools.cache
+def _gaussian_fit(name):
+    s = next(s for s in MAIN if s.name == name)
+    sigma, n_kept, thin, seed, _ = s.pm_sample
+    codes, r, B, _ = _slope_data()
+    idata = _fit(s, codes, r, lambda t, y: pm.Normal("y", t, sigma, observed=y), 1, n_kept * thin, seed, B)
+    coef = idata.posterior["mu"].values[0]
+    return idata, partition_keys_from_values(coef[::thin, 0])
+
+
+def _gaussian_exact(sigma, basis):
+    codes, r, _, _ = _slope_data()
+    w = np.full(7, 1 / sigma**2)
+    return exact_partition_posterior(codes, r, w, 0.95, 2.0, 0.0, 1.0, leaf_term=basis_leaf_term(r, w, basis, MU0, SD))
+
+
+@pytest.mark.parametrize("s", _entries())
+def test_pm_sample_on_a_basis_of_two_columns_matches_enumeration(s):
+    """m = 1, sigma fixed, every step class through pm.sample: the variable holds the coefficients (2, n), and the
+    partitions its draws share match enumeration; the term the likelihood reads is the basis times them."""
+    idata, keys = _gaussian_fit(s.name)
+    assert idata.posterior["mu"].shape[2:] == (2, 7)
+    exact = _gaussian_exact(s.pm_sample[0], _basis())
+    tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def test_pm_sample_that_ignores_a_column_fails_enumeration():
+    """The same draws are far from the posterior with the slope column dropped (constant leaves) and with the
+    slope moved to other rows."""
+    _, keys = _gaussian_fit("cgm")
+    codes, r, B, _ = _slope_data()
+    sigma = next(s for s in MAIN if s.name == "cgm").pm_sample[0]
+    dropped = exact_partition_posterior(codes, r, np.full(7, 1 / sigma**2), 0.95, 2.0, MU0[0], SD[0])
+    moved = _gaussian_exact(sigma, B[[3, 1, 2, 0, 4, 5, 6]])
+    for wrong in (dropped, moved):
+        assert tv_distance(wrong, empirical(keys)) > tv_threshold(wrong, len(keys))
+
+
+PAIR_KEPT, PAIR_THIN = 3000, 20
+
+
+def _first_forest_keys(idata, codes, thin):
+    """Each kept draw's row partition per tree, from the first coefficient's stored forest (a basis forest is
+    stored as one forest per coefficient, the same trees)."""
+    from pymc_treesamplers.results.predictive import _extended, leaf_positions
+    from pymc_treesamplers.results.storage import decode_forest
+
+    X = _extended(np.ascontiguousarray(codes, dtype=float))
+    keys = []
+    for text in idata.sample_stats["mu_forest"].values.reshape(-1)[::thin]:
+        pieces = str(text).split(",")
+        assert len(pieces) == 2
+        p, counts, vars_, vals = decode_forest(pieces[0])
+        leaf = np.empty((counts.shape[0], X.shape[0]), dtype=np.int64)
+        leaf_positions(counts, vars_, vals, X, leaf, 2 * p)
+        keys.append(tuple(partition_key(row) for row in leaf))
+    return keys
+
+
+@pytest.mark.parametrize("s", _entries())
+def test_pm_sample_on_a_basis_of_two_columns_pairs_match_enumeration(s):
+    """m = 2, sigma = 1: the pair of row partitions read from the stored forests follows the joint posterior of
+    two trees whose leaves hold coefficient vectors."""
+    codes, r, _ = tiny_data(0)
+    codes, r, B = codes[:5], r[:5], _basis(5)
+    idata = _fit(s, codes, r, lambda t, y: pm.Normal("y", t, 1.0, observed=y), 2, PAIR_KEPT * PAIR_THIN, 1, B)
+    keys = _first_forest_keys(idata, codes, PAIR_THIN)
+    exact = exact_pair_posterior(codes, r, np.ones(5), 0.95, 2.0, MU0, SD, basis=B)
+    tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def _logit_term(y, basis, grid=241, width=7.0):
+    """A leaf's log marginal likelihood under Bernoulli-logit with ``eta_i = basis_i . beta`` and
+    ``beta ~ N(MU0, diag(SD^2))``: two-dimensional quadrature (a product trapezoid rule over +-``width`` sd)."""
+    u = np.linspace(-width, width, grid)
+    b0, b1 = np.meshgrid(MU0[0] + SD[0] * u, MU0[1] + SD[1] * u, indexing="ij")
+    log_prior = stats.norm.logpdf(u)[:, None] + stats.norm.logpdf(u)[None, :]
+    cell = np.log((u[1] - u[0]) ** 2)
+
+    def term(rows):
+        ll = log_prior.copy()
+        for i in rows:
+            eta = basis[i, 0] * b0 + basis[i, 1] * b1
+            ll += special.log_expit(eta if y[i] else -eta)
+        return float(special.logsumexp(ll) + cell)
+
+    return term
+
+
+LOGIT_KEPT, LOGIT_THIN = 2000, 10
+
+
+@pytest.mark.parametrize("s", _entries())
+def test_pm_sample_on_a_basis_of_two_columns_under_a_logit_matches_enumeration(s):
+    """m = 1, Bernoulli-logit (the Polya-Gamma augmentation: exact Gaussian pseudo-data of the term, so the basis
+    leaves' kernels apply unchanged) against enumeration x two-dimensional quadrature over the coefficients."""
+    codes, r, B, _ = _slope_data()
+    y = (r > 0.25).astype(float)
+    idata = _fit(s, codes, y, lambda t, y: pm.Bernoulli("y", logit_p=t, observed=y), 1, LOGIT_KEPT * LOGIT_THIN, 3, B)
+    keys = partition_keys_from_values(idata.posterior["mu"].values[0][::LOGIT_THIN, 0])
+    exact = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0, leaf_term=_logit_term(y, B))
+    tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+    if s.name == "cgm":  # the basis ignored (the slope dropped) fails the same check
+        wrong = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0,
+                                          leaf_term=_logit_term(y, np.column_stack([B[:, 0], np.zeros(7)])))
+        assert tv_distance(wrong, empirical(keys)) > tv_threshold(wrong, len(keys))
+
+
+def test_predictions_are_the_coefficients_and_follow_set_data():
+    """pmt.predict gives the coefficients (chain, draw, d, n_new), equal to the posterior at the training rows;
+    pmt.sample_posterior_predictive after pm.set_data of X and of the basis predicts the new rows' term."""
+    rng = np.random.default_rng(0)
+    n = 60
+    X = rng.uniform(-1, 1, size=(n, 2))
+    x = rng.normal(size=n)
+    y = 0.5 + np.where(X[:, 0] > 0, 2.0, -1.0) * x + rng.normal(0, 0.1, n)
+    W = np.column_stack([np.ones(n), x])
+    with pm.Model() as model:
+        Xd, Wd = pm.Data("X", X[:40]), pm.Data("W", W[:40])
+        term = pmt.BART("beta", Xd, y[:40], m=5, leaf_basis=Wd)
+        pm.Normal("y", term, 0.1, observed=y[:40], shape=Xd.shape[0])
+        idata = pm.sample(tune=50, draws=20, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False)
+    coef = idata.posterior["beta"].values
+    assert coef.shape == (1, 20, 2, 40)
+    np.testing.assert_allclose(pmt.predict(idata, X[:40], "beta"), coef, rtol=1e-12, atol=1e-12)
+    new = pmt.predict(idata, X[40:], "beta")
+    with model:
+        pm.set_data({"X": X[40:], "W": W[40:]})
+        pp = pmt.sample_posterior_predictive(idata, var_names=["y"], predictions=True, random_seed=2)
+    resid = pp["predictions"]["y"].values - (new * W[40:].T).sum(axis=2)
+    assert resid.shape == (1, 20, 20) and abs(resid.std() - 0.1) < 0.03
+
+
+def test_prior_draws_share_one_forest_for_the_coefficients():
+    """Prior predictive draws of the coefficients (d, n): one forest, so rows share a leaf in every column at
+    once, and the term is the basis times them."""
+    codes, r, B, _ = _slope_data()
+    with pm.Model():
+        term = pmt.BART("mu", codes.astype(float), r, m=1, leaf_basis=B, mu0=MU0, sigma_mu=SD)
+        pm.Deterministic("term", term)
+        prior = pm.sample_prior_predictive(draws=200, random_seed=1).prior
+    coef = prior["mu"].values[0]
+    assert coef.shape == (200, 2, 7)
+    assert partition_keys_from_values(coef[:, 0]) == partition_keys_from_values(coef[:, 1])
+    np.testing.assert_allclose(prior["term"].values[0], (coef * B.T).sum(axis=1))
+    assert abs(coef[:, 1].mean() - MU0[1]) < 4 * SD[1] / np.sqrt(200)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"leaf_basis": np.column_stack([np.ones(7), np.ones(7)])}, ValueError, "rank 1"),
+    ({"leaf_basis": np.column_stack([np.ones(7), np.zeros(7)])}, ValueError, r"column\(s\) \[1\] are zero"),
+    ({"leaf_basis": np.ones((6, 2))}, ValueError, r"one row per row of X"),
+    ({"leaf_basis": _basis(), "mu0": np.zeros(3)}, ValueError, "mu0 must be a number or one per column"),
+    ({"leaf_basis": _basis(), "sigma_mu": np.array([1.0, -1.0])}, ValueError, "sigma_mu must be > 0"),
+    ({"leaf_basis": _basis(), "shape": (2, 7)}, ValueError, "give no shape, size or dims"),
+])
+def test_a_bad_basis_of_several_columns_is_refused_by_name(kwargs, error, match):
+    codes, r, _ = tiny_data(0)
+    with pm.Model(), pytest.raises(error, match=match):
+        pmt.BART("mu", codes.astype(float), r, m=1, **kwargs)
+
+
+def test_a_corrected_likelihood_or_the_gpu_is_refused_before_sampling():
+    codes, r, B, _ = _slope_data()
+    with pm.Model():
+        term = pmt.BART("mu", codes.astype(float), np.abs(r).round(), m=1, leaf_basis=B)
+        pm.Poisson("y", pm.math.exp(term), observed=np.abs(r).round())
+        with pytest.raises(NotImplementedError, match="Metropolis-Hastings correction"):
+            pmt.CGMStep([term])
+    with pm.Model():
+        term = pmt.BART("mu", codes.astype(float), r, m=1, leaf_basis=B)
+        pm.Normal("y", term, 1.0, observed=r)
+        with pytest.raises(ValueError, match="constant leaves only"):
+            pmt.GrowPruneStep([term], backend="cuda-twin")

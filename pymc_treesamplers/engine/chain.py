@@ -38,7 +38,7 @@ from .binding import Bound
 from .driver import new_scratch_tree, run_sweep, sweep
 from .encoding import encode_forest
 from .forest import Forest, forest_sum, forest_summary, init_roots
-from .nodes import COEF
+from .nodes import COEF, N_FLOAT_FIELDS, VALUE
 from .pool import start as start_pool
 from .records import BasisPseudo, Pseudo, SplitData, TreePrior, basis_pseudo, split_data
 from .rows import numba_threads
@@ -227,9 +227,18 @@ class Chain:
         return self.workspace.kernel(forest_summary)(self.forest.arrays(), split_counts)
 
     def encode(self, thr_table: np.ndarray, trace_var: np.ndarray | None = None, p: int | None = None) -> str:
-        """The forest in the stored format (:func:`~pymc_treesamplers.engine.encoding.encode_forest`)."""
+        """The forest in the stored format (:func:`~pymc_treesamplers.engine.encoding.encode_forest`). A basis
+        chain's forest is stored as ``d`` forests of the same trees, the ``j``-th with each leaf's ``j``-th
+        coefficient, comma-separated as a BART's outputs are: the format holds one value per leaf, and
+        predictions from the trace are then the coefficients (d, n_new)."""
         if self.basis is not None:
-            raise NotImplementedError("the stored forest format holds one value per leaf, not a coefficient vector")
+            pieces = []
+            for j in range(self.basis.basis.shape[1]):
+                floats = self.forest.floats[..., :N_FLOAT_FIELDS].copy()
+                floats[..., VALUE] = self.forest.floats[..., COEF + j]
+                one = Forest(self.forest.ints, floats, self.forest.perm, self.forest.n_nodes)
+                pieces.append(encode_forest(one, thr_table, trace_var, p))
+            return ",".join(pieces)
         return encode_forest(self.forest, thr_table, trace_var, p)
 
     def __getstate__(self):

@@ -19,7 +19,7 @@ from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from ..engine.prior import sample_prior_tree
 from ..engine.splitprior import DirichletSplitPrior, prior_split_weights
-from .basis import basis_spec
+from .basis import basis_spec, coefficient_prior
 from .binning import number_labels, split_columns
 from .callers import calling_model, check_method, inside_posterior_predictive
 from .covariates import as_data_array, bart_spec
@@ -37,7 +37,7 @@ __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 LINK_K = {"logit": 0.75, "probit": 2.0, "count": 2.0, "positive": 3.0, "log": 3.0}
 
 _BART_PROPS = ("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
-               "categorical", "number_categories", "basis_scale", "basis_constant")
+               "categorical", "number_categories", "basis_scale", "basis_constant", "coef_mu0", "coef_sd")
 
 
 class BARTRV(RandomVariable):
@@ -51,7 +51,7 @@ class BARTRV(RandomVariable):
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
                  split_points="data", k=2.0, auto_leaf=(False, False, False), categorical=(), number_categories=(),
-                 basis_scale=1.0, basis_constant=1.0, **kwargs):
+                 basis_scale=1.0, basis_constant=1.0, coef_mu0=(), coef_sd=(), **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -75,7 +75,17 @@ class BARTRV(RandomVariable):
         # (model/basis.py); 1, 1 without a basis
         self.basis_scale = float(basis_scale)
         self.basis_constant = float(basis_constant)
+        # a basis of several columns: each leaf's coefficient vector's prior means and sds (model/basis.py); the
+        # variable then holds the coefficients (d, n), one forest for all; () otherwise
+        self.coef_mu0 = tuple(float(x) for x in coef_mu0)
+        self.coef_sd = tuple(float(x) for x in coef_sd)
         super().__init__(**kwargs)
+
+    @property
+    def basis_columns(self) -> int:
+        """The columns of a basis whose coefficient vectors the leaves hold (0: no such basis; a basis of one
+        column is the coefficient of ``w * F`` with constant leaves, model/basis.py)."""
+        return len(self.coef_mu0)
 
     def coded(self, X) -> np.ndarray:
         """Covariates as the trees read them: the columns whose numbers are category labels
@@ -123,7 +133,8 @@ class BARTRV(RandomVariable):
 
     def rng_fn(self, rng, X, Y, size):
         """Draw the sum of ``m`` trees from the prior (structure and leaves) at the rows of X; with
-        ``size = (k,)`` one independent forest per output, shape ``(k, n)``.
+        ``size = (k,)`` one independent forest per output, shape ``(k, n)``; on a basis of ``d`` columns one
+        forest whose leaves hold coefficient vectors, shape ``(d, n)``.
 
         Refused inside ``pm.sample_posterior_predictive`` (``sample_vars=[bart]``): there a prior draw
         would pass for a prediction from the fitted trees."""
@@ -150,6 +161,13 @@ class BARTRV(RandomVariable):
         wsplit = columns.column_weights(self.split_weights(p) if self.sparse is None
                                         else prior_split_weights(self.sparse, p, rng))
         out = np.zeros((outputs, X.shape[0]))
+        if self.basis_columns:
+            # coefficient vectors on a basis: one forest for all, each leaf a vector N(coef_mu0, diag(coef_sd^2))
+            for _ in range(self.m):
+                leaf = sample_prior_tree(codes, wsplit, self.alpha, self.beta, rng)
+                values = rng.normal(self.coef_mu0, self.coef_sd, size=(leaf.max() + 1, self.basis_columns))
+                out += values[leaf].T
+            return out
         for row in out:
             for _ in range(self.m):
                 leaf = sample_prior_tree(codes, wsplit, self.alpha, self.beta, rng)
@@ -206,9 +224,10 @@ def _pymc_bart_keywords(response, split_rules, X) -> tuple[int, ...]:
     (constant leaves; splits ``x <= c`` or "this value or another"), refuse the rest by name; returns
     the columns whose values are category labels (``"OneHotSplit"``)."""
     if response is not None and response != "constant":
-        raise ValueError(f"response={response!r} (pymc-bart's leaves that are linear in X) is not available: leaves "
-                         "here are constants (response='constant', the default), or a coefficient on one column "
-                         "you choose (leaf_basis=x, docs/basis.md)")
+        raise ValueError(f"response={response!r} (pymc-bart's least-squares lines in the leaves) is not available: "
+                         "leaves here are constants (response='constant', the default), or coefficients on a basis "
+                         "you choose, with a posterior: leaf_basis=np.column_stack([np.ones(n), x]) for a line in x "
+                         "per leaf (the variable then holds the coefficients; docs/basis.md)")
     if split_rules is None:
         return ()
     if isinstance(split_rules, (str, type)) or not hasattr(split_rules, "__len__"):
@@ -290,14 +309,17 @@ class BART(Distribution):
     response : str, optional
         pymc-bart's leaf type: ``"constant"`` (the only one here); ``"linear"`` and ``"mix"`` are refused (see
         ``leaf_basis``).
-    leaf_basis : (n,) array or pm.Data, optional
+    leaf_basis : (n,) or (n, d) array or pm.Data, optional
         A basis column ``w``: each leaf then holds a coefficient and the trees contribute ``w * F(X)`` (a
         varying coefficient; with a treatment column, its effect: docs/basis.md). ``BART`` then returns that
         term, ``w * F``, for the likelihood, while the model's variable ``name`` (and the trace, and
         :func:`~pymc_treesamplers.predict`) hold the coefficient ``F``. The leaf prior's defaults are the
         coefficient's: ``sigma_mu`` divided by the root mean square of ``w``; ``mu0`` divided by ``w`` when
-        it is one constant, else 0. ``pm.Data`` may be changed by ``pm.set_data`` for predictions. One
-        column only for now.
+        it is one constant, else 0. ``pm.Data`` may be changed by ``pm.set_data`` for predictions. With
+        ``d > 1`` columns ``W`` each leaf holds a coefficient vector (the partitions shared by the columns:
+        linear leaves on ``[1, x]``, say), the variable holds the coefficients ``F`` (d, n), ``BART`` returns
+        ``sum_j W[:, j] * F[j]``, and ``mu0``, ``sigma_mu`` may be one per column (defaults: model/basis.py).
+        A basis of several columns takes a Normal likelihood whose mean is affine in the term, for now.
     separate_trees : bool, optional
         pymc-bart's: with several outputs each has its own forest (``True``, the only choice here);
         ``False`` is refused.
@@ -343,15 +365,35 @@ class BART(Distribution):
         Ya = np.asarray(as_data_array(Y, "Y"))
         # (a Y that is not a vector is refused by bart_spec, by name)
         basis = None if leaf_basis is None or Ya.ndim != 1 else basis_spec(leaf_basis, Ya.shape[0])
+        several = basis is not None and basis.columns > 1
+        if several and ({"shape", "size", "dims"} & kwargs.keys()):
+            raise ValueError(f"a BART on a leaf basis of {basis.columns} columns has one output, its coefficients of "
+                             f"shape ({basis.columns}, n): give no shape, size or dims")
+        # several columns: the constant leaves' defaults on this Y, shared out per column after (model/basis.py)
+        user_leaf = (mu0, sigma_mu)
+        if several:
+            mu0, sigma_mu = (None if np.ndim(x) else x for x in user_leaf)
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
                                  split_prior=split_prior, max_bins=max_bins, split_points=split_points,
                                  number_categories=one_hot,
-                                 **({} if basis is None else {"basis_scale": basis.scale,
-                                                              "basis_constant": basis.constant}))
+                                 **({} if basis is None or several else {"basis_scale": basis.scale,
+                                                                         "basis_constant": basis.constant}))
+        if several:
+            op_kw["coef_mu0"], op_kw["coef_sd"] = coefficient_prior(basis, *user_leaf, op_kw["mu0"],
+                                                                    op_kw["sigma_mu"])
+            # what the user gave (one per column, say) is not a default a link scale may replace
+            op_kw["auto_leaf"] = (user_leaf[0] is None, user_leaf[1] is None, op_kw["auto_leaf"][2])
+            kwargs["size"] = (basis.columns,)
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
         rv = super().__new__(cls, name, X_in, Ya, op_kwargs=op_kw, separate_trees=separate_trees, **kwargs)
         if basis is None:
             return rv
+        if several:
+            rv.tag.leaf_basis = basis.tensor  # the step reads the basis here (model/basis.py: leaf_basis_of)
+            term = (basis.tensor.T * rv).sum(axis=0)
+            term.name = f"{name}_term"
+            term.tag.bart_coefficient = rv
+            return term
         # the model's variable is the coefficient; the likelihood reads its contribution (model/basis.py)
         term = basis.tensor * rv
         term.name = f"{name}_term"
@@ -412,6 +454,8 @@ class BART(Distribution):
         # forest (m trees over every row: ~50 s at 10^7 rows) only to read its shape
         n = X.shape[-2]
         op = rv.owner.op
+        if op.basis_columns:  # coefficients on a basis of several columns: each at its trees' prior mean
+            return pt.outer(op.m * pt.as_tensor_variable(np.array(op.coef_mu0)), pt.ones(n))
         # a leaf basis's coefficient starts where its trees' leaves centre it (0 for a basis that varies)
         start = pt.mean(Y) if (op.basis_scale, op.basis_constant) == (1.0, 1.0) else op.m * op.mu0
         if rv.type.ndim == 1:

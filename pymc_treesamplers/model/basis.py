@@ -13,12 +13,17 @@ prior variance of a constant leaf: ``sigma_mu`` is divided by the root mean squa
 constant leaves' divided by ``w`` when ``w`` is one constant, and 0 otherwise: a coefficient on a varying
 column (a treatment, a slope) is centred at no effect. An all-ones basis is then exactly constant leaves.
 
-Only one column for now: shared partitions with a coefficient vector per leaf (``d > 1``) need the engine's
-sufficient statistics to become matrices, which they are not yet.
+A basis of ``d > 1`` columns ``W`` (n, d): each leaf holds a coefficient vector ``beta_l ~ N(mu0, diag(s^2))``
+and a tree contributes ``W_i . beta_l``, the partitions shared by the columns. The engine scores such leaves with
+their matrix statistics (:mod:`pymc_treesamplers.engine.basisleaf`); the BART variable holds the coefficients
+``F`` (d, n) and :func:`~pymc_treesamplers.BART` returns the term ``sum_j W[:, j] * F[j]``. Defaults of the
+coefficients' prior (:func:`coefficient_prior`): the term has, on average over the rows, the prior variance of a
+constant leaf, shared equally by the columns, ``s_j = sigma_mu / (rms(W_j) sqrt(d))``; ``mu0_j`` the constant
+leaves' divided by the first column that is one constant (an intercept), 0 for the others.
 
 >>> spec = basis_spec(np.array([0.0, 1.0, 1.0, 0.0]), 4)
->>> spec.scale, spec.constant
-(0.7071067811865476, 0.0)
+>>> spec.scale, spec.constant, spec.columns
+(0.7071067811865476, 0.0, 1)
 """
 
 from __future__ import annotations
@@ -30,25 +35,32 @@ import pytensor.tensor as pt
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-__all__ = ["BasisSpec", "basis_spec", "bart_of"]
+__all__ = ["BasisSpec", "basis_spec", "bart_of", "coefficient_prior", "leaf_basis_of"]
 
 
 class BasisSpec(NamedTuple):
     """A checked leaf basis: ``tensor`` (what multiplies the BART in the graph: ``pm.Data`` stays itself, so
-    ``pm.set_data`` reaches predictions), ``scale`` (root mean square of the column at build time) and
-    ``constant`` (its value when every row has the same, else 0)."""
+    ``pm.set_data`` reaches predictions; (n,) for one column, (n, d) for several), ``scale`` (root mean square of
+    the column at build time) and ``constant`` (its value when every row has the same, else 0), per column
+    (``scales``, ``constants``) for several; ``columns`` (d) and ``value`` (n, d), the basis at build time."""
 
     tensor: pt.TensorVariable
     scale: float
     constant: float
+    columns: int = 1
+    scales: tuple = ()
+    constants: tuple = ()
+    value: np.ndarray | None = None
 
 
 def basis_spec(leaf_basis, n: int) -> BasisSpec:
-    """Check ``leaf_basis`` (one finite value per row of X: an array of shape ``(n,)`` or ``(n, 1)``, or
+    """Check ``leaf_basis`` (finite values, one row per row of X: an array of shape ``(n,)`` or ``(n, d)``, or
     ``pm.Data`` of that shape) and resolve its scale for the leaf prior's defaults (module docstring).
 
     >>> basis_spec(np.ones(3), 3).constant
     1.0
+    >>> basis_spec(np.column_stack([np.ones(3), [0.0, 1.0, 2.0]]), 3).constants
+    (1.0, 0.0)
     """
     if isinstance(leaf_basis, TensorSharedVariable):
         value, tensor = np.asarray(leaf_basis.get_value()), leaf_basis
@@ -65,16 +77,23 @@ def basis_spec(leaf_basis, n: int) -> BasisSpec:
     if value.dtype.kind not in "biuf":
         raise TypeError(f"leaf_basis must be numeric, got dtype {value.dtype}")
     value = value.astype(float)
-    if value.ndim == 2 and value.shape[0] == n and value.shape[1] > 1:
-        raise NotImplementedError(
-            f"leaf_basis has {value.shape[1]} columns; leaves with a coefficient vector on a basis of several "
-            "columns (shared partitions) are not available yet. One column works (e.g. a treatment), and so does "
-            "one forest per column: beta = pmt.BART(name, X, Y, shape=(d, n)) and (W.T * beta).sum(axis=0) "
-            "(docs/basis.md)")
-    if value.shape not in ((n,), (n, 1)):
-        raise ValueError(f"leaf_basis must have one value per row of X, shape ({n},) or ({n}, 1); got {value.shape}")
+    if value.ndim not in (1, 2) or value.shape[0] != n or (value.ndim == 2 and value.shape[1] < 1):
+        raise ValueError(f"leaf_basis must have one row per row of X, shape ({n},) or ({n}, d); got {value.shape}")
     if not np.isfinite(value).all():
         raise ValueError("leaf_basis contains NaN or inf: every basis value must be finite")
+    if value.ndim == 2 and value.shape[1] > 1:
+        if not value.any(axis=0).all():
+            zero = np.flatnonzero(~value.any(axis=0)).tolist()
+            raise ValueError(f"leaf_basis column(s) {zero} are zero in every row: their coefficients would not enter "
+                             "the model")
+        if np.linalg.matrix_rank(value) < value.shape[1]:
+            raise ValueError(f"leaf_basis has {value.shape[1]} columns of rank {np.linalg.matrix_rank(value)}: a "
+                             "column that is a combination of the others leaves its coefficient unidentified; "
+                             "drop it")
+        tensor = pt.as_tensor_variable(value) if tensor is None else tensor
+        rms = np.sqrt(np.mean(value**2, axis=0))
+        constants = tuple(float(c[0]) if np.all(c == c[0]) else 0.0 for c in value.T)
+        return BasisSpec(tensor, 1.0, 1.0, value.shape[1], tuple(rms.tolist()), constants, value)
     if not value.any():
         raise ValueError("leaf_basis is zero in every row: the trees would not enter the model")
     value = value.reshape(n)
@@ -83,7 +102,40 @@ def basis_spec(leaf_basis, n: int) -> BasisSpec:
     elif tensor.ndim == 2:
         tensor = tensor[:, 0]
     constant = float(value[0]) if np.all(value == value[0]) else 0.0
-    return BasisSpec(tensor, float(np.sqrt(np.mean(value**2))), constant)
+    return BasisSpec(tensor, float(np.sqrt(np.mean(value**2))), constant, value=value.reshape(n, 1))
+
+
+def coefficient_prior(spec: BasisSpec, mu0, sigma_mu, term_mu0: float, term_sigma_mu: float):
+    """The coefficients' prior ``(mu0, sd)`` (two tuples of d) for a basis of several columns: the user's
+    ``mu0`` and ``sigma_mu`` (scalars or one per column), else the defaults of the module docstring from the
+    constant leaves' defaults ``term_mu0``, ``term_sigma_mu`` (what those leaves would have on this Y).
+
+    >>> spec = basis_spec(np.column_stack([np.ones(4), [-1.0, 1.0, -1.0, 1.0]]), 4)
+    >>> coefficient_prior(spec, None, None, 0.5, 1.0)
+    ((0.5, 0.0), (0.7071067811865475, 0.7071067811865475))
+    """
+    d = spec.columns
+
+    def given(x, name):
+        v = np.broadcast_to(np.asarray(x, dtype=float), (d,)) if np.ndim(x) <= 1 and np.size(x) in (1, d) else None
+        if v is None:
+            raise ValueError(f"{name} must be a number or one per column of leaf_basis ({d}), got shape {np.shape(x)}")
+        if not np.isfinite(v).all():
+            raise ValueError(f"{name} must be finite, got {np.asarray(x).tolist()}")
+        return tuple(float(a) for a in v)
+
+    if mu0 is None:
+        first = next((j for j, c in enumerate(spec.constants) if c != 0.0), None)
+        means = tuple(term_mu0 / spec.constants[j] if j == first else 0.0 for j in range(d))
+    else:
+        means = given(mu0, "mu0")
+    if sigma_mu is None:
+        sds = tuple(float(term_sigma_mu / (r * np.sqrt(d))) for r in spec.scales)
+    else:
+        sds = given(sigma_mu, "sigma_mu")
+        if min(sds) <= 0:
+            raise ValueError(f"sigma_mu must be > 0, got {np.asarray(sigma_mu).tolist()}")
+    return means, sds
 
 
 def bart_of(var):
@@ -96,3 +148,21 @@ def bart_of(var):
     """
     tag = getattr(var, "tag", None)
     return getattr(tag, "bart_coefficient", var)
+
+
+def leaf_basis_of(rv) -> np.ndarray:
+    """The basis (n, d) of a BART variable whose leaves hold coefficient vectors, at its current value (the
+    variable carries its basis tensor in its tag, as :func:`~pymc_treesamplers.BART` made it).
+
+    >>> leaf_basis_of(3)
+    Traceback (most recent call last):
+    ...
+    ValueError: the BART variable 3 has no leaf basis in its tag (was it built by pmt.BART(..., leaf_basis=W)?)
+    """
+    tensor = getattr(getattr(rv, "tag", None), "leaf_basis", None)
+    if tensor is None:
+        raise ValueError(f"the BART variable {getattr(rv, 'name', rv)} has no leaf basis in its tag (was it built by "
+                         "pmt.BART(..., leaf_basis=W)?)")
+    if isinstance(tensor, TensorSharedVariable):
+        return np.asarray(tensor.get_value(), dtype=float)
+    return np.asarray(tensor.data if isinstance(tensor, TensorConstant) else tensor.eval(), dtype=float)

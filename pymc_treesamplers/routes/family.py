@@ -59,7 +59,7 @@ class FamilyWorkingModel:
         f0 = np.asarray(point[value_var.name], dtype=float)
         if view is not None:
             params = graph_replace(params, view.replacement, strict=False)
-            value_var, f0 = view.var, f0[view.index]
+            value_var, f0 = view.var, view.value_of(f0)
         # the checks below run at moderate values (GaussianWorkingModel explains why)
         f0 = 0.5 * np.random.default_rng(3).normal(size=f0.shape)
         self._view = view

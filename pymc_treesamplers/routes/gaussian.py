@@ -57,7 +57,7 @@ class GaussianWorkingModel:
         f0 = np.asarray(point[value_var.name], dtype=float)
         if view is not None:
             loglik = graph_replace(loglik, view.replacement, strict=False)
-            value_var, f0 = view.var, f0[view.index]
+            value_var, f0 = view.var, view.value_of(f0)
         grad = pytensor.grad(loglik, value_var)
         # H 1 (row sums of the negative Hessian) and H v: H 1 is H's diagonal exactly when H is
         # diagonal, which _check_elementwise verifies with H v = (H 1) * v for random v

@@ -50,6 +50,48 @@ class OutputView:
             return np.asarray(x)[self.index]
         return None
 
+    def value_of(self, value: np.ndarray) -> np.ndarray:
+        """What ``var`` stands for at the variable's value ``value`` (k, n): its row."""
+        return np.asarray(value)[self.index]
+
+
+class BasisView:
+    """The term ``t = sum_j W[:, j] * F[j]`` of a BART variable whose leaves hold coefficient vectors on a basis
+    ``W`` (n, d), as a working model sees it: a vector ``var`` stands for ``t``, and the coefficients are
+    ``F = base + C * (t - term(base))`` with ``C[j] = W[:, j] / |W_i|^2`` (0 where a row's basis is 0), whose
+    term is ``t`` at every row where the basis is not 0 (and 0, which no ``t`` changes, where it is). The
+    likelihood reads the coefficients only through the term (the variable's own graph), so its value in ``var``
+    is its value at the coefficients. ``base`` is a shared variable the step keeps equal to the current
+    coefficients (:meth:`set_others`). The trees see the term's pseudo-data, and the basis only in their leaves.
+
+    >>> import pytensor.tensor as pt
+    >>> view = BasisView(pt.matrix("mu"), np.column_stack([np.ones(3), [0.0, 1.0, 2.0]]), np.zeros((2, 3)))
+    >>> view.var.name, view.value_of(np.ones((2, 3))).tolist()
+    ('mu_term', [1.0, 2.0, 3.0])
+    """
+
+    def __init__(self, value_var, basis: np.ndarray, value: np.ndarray):
+        self.basis = np.asarray(basis, dtype=float)
+        self.base = pytensor.shared(np.array(value, dtype=value_var.dtype), name=f"{value_var.name}_coefficients")
+        self.var = pt.vector(f"{value_var.name}_term", dtype=value_var.dtype)
+        norm = (self.basis**2).sum(axis=1)
+        lift = np.divide(self.basis.T, norm, out=np.zeros_like(self.basis.T), where=norm > 0)
+        W = pt.as_tensor_variable(self.basis.T.astype(value_var.dtype))
+        self.replacement = {value_var: self.base + lift.astype(value_var.dtype) * (self.var - (W * self.base).sum(0))}
+        self.shape = tuple(np.shape(value))
+
+    def set_others(self, value: np.ndarray) -> None:
+        """Make the current coefficients ``value`` (d, n)."""
+        self.base.set_value(np.asarray(value, dtype=self.base.dtype))
+
+    def row(self, x: np.ndarray, n: int) -> np.ndarray | None:
+        """A per-observation array ``x`` of one value per row (``(n,)``), else None."""
+        return np.asarray(x) if np.shape(x) == (n,) else None
+
+    def value_of(self, value: np.ndarray) -> np.ndarray:
+        """The term at the coefficients ``value`` (d, n)."""
+        return (self.basis.T * np.asarray(value)).sum(axis=0)
+
 
 SUPPORTED = ("Normal (mean affine in the BART value: exact, no correction; log of sigma), Bernoulli and "
              "Binomial (logit or probit of p), Poisson (log of mu), NegativeBinomial (log of mu), Gamma "

@@ -27,11 +27,12 @@ from ..engine.chain import Chain
 from ..engine.records import TreePrior
 from ..engine.splitprior import kernel_weights, new_split_weights
 from ..model.bart import BARTRV, bart_covariates
-from ..model.basis import bart_of
+from ..model.basis import bart_of, basis_spec, coefficient_prior, leaf_basis_of
 from ..model.binning import split_columns
 from ..model.callers import check_nuts_sampler
 from ..model.covariates import as_data_array
 from ..routes.likelihood import OutputView, WorkingModel, working_model
+from ..routes.reading import BasisView
 from .cpu import CPUSweeper
 from .options import TreeStepOptions
 from .state import TreeStepState, Watch
@@ -45,7 +46,23 @@ class Output:
 
     working: WorkingModel
     chain: Chain
-    view: OutputView | None
+    view: OutputView | BasisView | None
+    # a BART on a basis of several columns: its term (n,), what the working model reads; the step's value rows
+    # are then its coefficients (d, n)
+    term: np.ndarray | None = None
+
+    def refresh(self, value: np.ndarray, threads: int = 1) -> None:
+        """After a start or a sweep: this output's rows of the step's value (``value``) from its chain, the fit
+        of its trees or, on a basis, their coefficients (and the term)."""
+        if self.term is None:
+            self.chain.fit(value, threads)
+        else:
+            self.chain.fit(self.term)
+            self.chain.coefficients(value)
+
+    def working_value(self, value: np.ndarray) -> np.ndarray:
+        """What the working model reads at this output's rows ``value``: those rows, or a basis's term."""
+        return value if self.term is None else self.term
 
     @property
     def prior(self) -> TreePrior:
@@ -100,10 +117,16 @@ class BaseTreeStep(ArrayStepShared):
         self.sparse = op.sparse
         shared = pm.pytensorf.make_shared_replacements(initial_point, [value_var], model)
         value = np.asarray(initial_point[value_var.name])
-        self.k = 1 if value.ndim == 1 else value.shape[0]
+        basis = leaf_basis_of(rv) if op.basis_columns else None
+        self.k = 1 if value.ndim == 1 or basis is not None else value.shape[0]
+        # the width of a leaf's statistics, for the samplers that keep them (engine/leaves.py: n_stats)
+        self.leaf_width = 2 if basis is None else op.basis_columns * (op.basis_columns + 1)
         weights = self.columns.column_weights(op.split_weights(self.p))
         self.outputs: list[Output] = []
-        for i in range(self.k):
+        if basis is not None:
+            self.outputs.append(self._basis_output(model, rv, value_var, shared, initial_point, value, basis,
+                                                   weights, compile_kwargs))
+        for i in range(self.k if basis is None else 0):
             view = None if value.ndim == 1 else OutputView(value_var, i, value)
             # the one place a likelihood route is chosen; the step then talks to it through leaf_prior,
             # sweep_input and compile_record only
@@ -142,10 +165,42 @@ class BaseTreeStep(ArrayStepShared):
                               **{self._stat_names[k]: d for k, d in base.items()}}]
         super().__init__([value_var], shared, blocked=blocked, rng=rng)
         self.tune = True
-        self.f = np.zeros((self.k, self.n))
+        self.f = np.zeros((1, self.n) if value.ndim == 1 else value.shape)
         self.sweeper = self._new_sweeper()
         self._reset_chain()
         self.sweeper.compile(self)
+
+    def _basis_output(self, model, rv, value_var, shared, initial_point, value, basis, weights, compile_kwargs):
+        """The one output of a BART on a basis of several columns: the working model of its term
+        (:class:`~pymc_treesamplers.routes.reading.BasisView`) and a chain whose leaves hold the coefficients."""
+        op = rv.owner.op
+        view = BasisView(value_var, basis, value)
+        working = working_model(model, rv, value_var, shared, initial_point, op.mu0, compile_kwargs, view=view,
+                                route=self.route)
+        if working.corrected:
+            raise NotImplementedError(
+                f"{rv.name!r} holds coefficient vectors on a leaf basis of {op.basis_columns} columns; its likelihood "
+                f"takes the Metropolis-Hastings correction ({type(working).__name__}), which such leaves do not have "
+                "yet. Likelihoods with exact Gaussian pseudo-data work: a Normal whose mean is affine in the term, "
+                "and the augmented Bernoulli/Binomial (logit, probit) and Student-t; a one-column basis works under "
+                "any likelihood")
+        # defaults on the route's scale (a link's, on the augmentation routes), shared out per column; what the
+        # user gave stays
+        term_mu0, term_s2 = working.leaf_prior(op, self.m)
+        means, sds = coefficient_prior(basis_spec(basis, self.n), None, None, term_mu0, float(np.sqrt(term_s2)))
+        means = means if op.auto_leaf[0] else op.coef_mu0
+        sds = sds if op.auto_leaf[1] else op.coef_sd
+        chain = Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=np.array(means),
+                          s2=np.array(sds) ** 2, split_weights=weights, threads=self.threads, start=False,
+                          new_scratch=partial(self._new_scratch, self.columns.codes, self.m), basis=basis)
+        return Output(working, chain, view, term=np.zeros(self.n))
+
+    def output_values(self) -> list[tuple[Output, np.ndarray]]:
+        """Each output with its rows of the step's value ``f``: one row each, or all of them (the coefficients)
+        for a BART on a basis of several columns."""
+        if self.outputs[0].term is not None:
+            return [(self.outputs[0], self.f)]
+        return list(zip(self.outputs, self.f, strict=True))
 
     # the shared options, as attributes of the step
     threads = property(lambda self: self.options.threads)

@@ -29,14 +29,17 @@ def compile_sweeps(step) -> None:
 
 
 def _compile_sweep(step, out, warm: bool = False) -> None:
-    kind = (type(step), type(out.working), out.corrected, warm)
+    basis = out.chain.basis
+    kind = (type(step), type(out.working), out.corrected, warm, None if basis is None else basis.basis.shape[1])
     if kind in _COMPILED:
         return
     _COMPILED.add(kind)
     codes = np.array([[0, 1, 1, 2]], dtype=np.uint16)
     prior = out.chain.prior
-    chain = Chain.new(codes, 1, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0, s2=prior.s2,
-                      new_scratch=lambda: step._new_scratch(codes, 1))
+    leaf = (prior.mu0, prior.s2) if basis is None else (basis.mu0, basis.s2)
+    chain = Chain.new(codes, 1, alpha=prior.alpha, beta=prior.beta, mu0=leaf[0], s2=leaf[1],
+                      new_scratch=lambda: step._new_scratch(codes, 1),
+                      basis=None if basis is None else np.ones((4, basis.basis.shape[1])))
     if not warm and not type(chain.workspace.scratch(codes)).__module__.startswith("pymc_treesamplers."):
         # a record type from outside the package (a test's deliberately wrong kernel) must not enter
         # the on-disk cache index of the sweep: loading that index would then need its module

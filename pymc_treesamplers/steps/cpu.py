@@ -23,9 +23,9 @@ class CPUSweeper:
 
     def start(self, step: BaseTreeStep) -> None:
         """Single-leaf trees for every output (in the row buffers the chains already have) and their fit."""
-        for out, f in zip(step.outputs, step.f, strict=True):
+        for out, f in step.output_values():
             out.chain.start()
-            out.chain.fit(f)
+            out.refresh(f)
 
     def arrived(self, step: BaseTreeStep) -> None:
         """Nothing to do in a new process: each chain pickles its forest, or starts again if it had not swept."""
@@ -52,18 +52,18 @@ class CPUSweeper:
         depth = leaves = 0.0
         split_counts = np.zeros(step.data.codes.shape[0], dtype=np.int64)
         counts = np.zeros_like(split_counts)
-        for out, f in zip(step.outputs, step.f, strict=True):
+        for out, f in step.output_values():
             chain = out.chain
             if out.view is not None:
                 out.view.set_others(step.f)
-            pseudo = out.working.sweep_input(f, step.rng, step.threads)
+            pseudo = out.working.sweep_input(out.working_value(f), step.rng, step.threads)
             failed = chain.sweep(step.rng, pseudo, warm=warm, threads=step.threads)
             if failed >= 0:
                 raise RuntimeError(step._failure(failed))
             if out.corrected:
                 accepted.append(pseudo.counts[1] / max(pseudo.counts[0], 1))
                 mh_counts += pseudo.counts
-            chain.fit(f, step.threads)
+            out.refresh(f, step.threads)
             d, nl = chain.summary(counts)
             depth, leaves = depth + d / step.k, leaves + nl / step.k
             split_counts += counts

@@ -110,7 +110,7 @@ class CTBirthDeathStep(BaseTreeStep):
 
     def _new_scratch(self, codes, m):
         horizon = -1.0 if self.mode == "jump" else self.horizon
-        return new_ct_scratch(codes, m, horizon, self.rotate, self.change)
+        return new_ct_scratch(codes, m, horizon, self.rotate, self.change, width=self.leaf_width)
 
     def _sampler_stats(self) -> dict:
         sampler = self._scratch

@@ -102,6 +102,9 @@ class DeviceSweep:
 
         b = f"backend={self.backend!r}"
         name = step.var_name
+        if step.outputs[0].term is not None:
+            raise ValueError(f"{b}: the leaves of {name!r} hold coefficient vectors on a basis; the GPU sweep has "
+                             "constant leaves only: use backend='cpu'")
         if step.k != 1:
             raise ValueError(f"{b}: the BART variable {name!r} has {step.k} outputs (shape=({step.k}, n)); the GPU "
                              "sweep samples a BART vector (one output): use backend='cpu'")

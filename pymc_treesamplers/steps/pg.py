@@ -108,7 +108,7 @@ class PGBARTStep(BaseTreeStep):
         super().__init__(vars, **shared)
 
     def _new_scratch(self, codes, m):
-        return new_pg_scratch(self.opts, codes, m, self.pimh)
+        return new_pg_scratch(self.opts, codes, m, self.pimh, width=self.leaf_width)
 
     def _sampler_stats(self) -> dict:
         sampler = self._scratch
