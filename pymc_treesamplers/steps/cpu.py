@@ -42,6 +42,8 @@ class CPUSweeper:
         else:
             for out, forest in zip(step.outputs, forests, strict=True):
                 out.chain.restore(forest)
+                if out.term is not None:  # a basis's term, which the restored value (the coefficients) implies
+                    out.chain.fit(out.term)
 
     def draw(self, step: BaseTreeStep, warm: bool) -> tuple[dict, np.ndarray, np.ndarray]:
         """One sweep of every output in turn: the draw's stats, which trees changed, the likelihood correction's
