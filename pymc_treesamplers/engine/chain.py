@@ -35,7 +35,7 @@ import numpy as np
 
 from .basisleaf import forest_basis_sum, forest_coefficients
 from .binding import Bound
-from .driver import new_scratch_tree, run_sweep, sweep
+from .driver import basis_record, new_scratch_tree, run_sweep, sweep
 from .encoding import encode_forest
 from .forest import Forest, forest_sum, forest_summary, init_roots
 from .nodes import COEF, N_FLOAT_FIELDS, VALUE
@@ -197,14 +197,18 @@ class Chain:
 
     def _with_basis(self, lik):
         """The record a sweep runs on: ``lik`` itself, or, on a basis chain, the basis record with ``lik``'s
-        residual (the same array: the sweep updates it in place) and weights."""
+        residual (the same array: the sweep updates it in place) and weights, or another likelihood's record
+        for basis leaves (:func:`~pymc_treesamplers.engine.driver.register_basis_record`)."""
         if self.basis is None:
             return lik
-        if type(lik) is not Pseudo:
+        if type(lik) is Pseudo:
+            return self.basis._replace(r=lik.r, weight=lik.w, threads=lik.threads)
+        record = basis_record(lik, self.basis)
+        if record is None:
             raise NotImplementedError(
-                "leaves with a coefficient vector on a basis of several columns take Gaussian pseudo-data only "
-                f"for now (a Normal likelihood whose mean is affine in the BART term), not a {type(lik).__name__}")
-        return self.basis._replace(r=lik.r, weight=lik.w, threads=lik.threads)
+                "leaves with a coefficient vector on a basis of several columns take Gaussian pseudo-data or a "
+                f"record registered for them (driver.register_basis_record), not a {type(lik).__name__}")
+        return record
 
     def fit(self, out: np.ndarray, threads: int = 1) -> None:
         """The sum of the trees at the training rows into ``out`` (n,) (the order of prediction's sums); on a

@@ -40,6 +40,7 @@ SWEEP_DONE, SWEEP_GROW, SWEEP_FAILED = range(3)
 
 _UPDATES: dict[type, object] = {}
 _LIKELIHOODS: dict[type, tuple[object, object]] = {}
+_BASIS_RECORDS: dict[type, object] = {}
 
 
 class ScratchTree(NamedTuple):
@@ -83,6 +84,20 @@ def register_likelihood(lik_cls, pseudo, accept, leaves=None):
     (default: :func:`~pymc_treesamplers.engine.tree.draw_leaves`, their conditional under the pseudo-data).
     """
     _LIKELIHOODS[lik_cls] = (pseudo, accept, _working_leaves if leaves is None else leaves)
+
+
+def register_basis_record(lik_cls, wrap):
+    """Register how a likelihood record of ``lik_cls`` drives trees whose leaves hold coefficient vectors on a basis:
+    ``wrap(lik, basis)`` (``basis`` a :class:`~pymc_treesamplers.engine.records.BasisPseudo`) returns a record of
+    a registered likelihood type whose pseudo-data are that basis record. Gaussian pseudo-data need none (the
+    chain wraps them itself)."""
+    _BASIS_RECORDS[lik_cls] = wrap
+
+
+def basis_record(lik, basis):
+    """``lik`` for a basis chain (:func:`register_basis_record`), or None when its type has no such record."""
+    wrap = _BASIS_RECORDS.get(type(lik))
+    return None if wrap is None else wrap(lik, basis)
 
 
 def tree_update(rng, j, tree, data, prior, pseudo, sampler):

@@ -319,7 +319,8 @@ class BART(Distribution):
         ``d > 1`` columns ``W`` each leaf holds a coefficient vector (the partitions shared by the columns:
         linear leaves on ``[1, x]``, say), the variable holds the coefficients ``F`` (d, n), ``BART`` returns
         ``sum_j W[:, j] * F[j]``, and ``mu0``, ``sigma_mu`` may be one per column (defaults: model/basis.py).
-        A basis of several columns takes a Normal likelihood whose mean is affine in the term, for now.
+        A basis of several columns takes every likelihood of the package's families (a Normal, the augmented and
+        the expanded ones); one outside them (the compiled graph's route) is refused, for now.
     separate_trees : bool, optional
         pymc-bart's: with several outputs each has its own forest (``True``, the only choice here);
         ``False`` is refused.

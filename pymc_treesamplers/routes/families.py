@@ -21,6 +21,12 @@ p(mu | T) + l(f_{-j} + g) - log m_w(T) - log q(mu | T)`` (:func:`_accept`): the 
 ratio of the joint proposal, in which the structure move's proposal ratio is ``m_w(T) / m_w(T')`` by
 its reversibility and the tree prior cancels. The tree update is exact for the real likelihood.
 
+Trees whose leaves hold coefficient vectors on a basis (:mod:`pymc_treesamplers.engine.basisleaf`) take the same
+expansion, in the term they add, through :class:`BasisFamilyLik`: the working pseudo-data are the term's, the
+proposal's leaves are drawn from their working conditional (``q`` is that conditional, so ``A`` has no leaf part),
+and its fit read from its coefficients and the rows' basis. The record is then made without the kept ``exp``
+and the refined leaves, both written for one value per leaf.
+
 >>> lik = family_lik(POISSON_LOG, [1.0, 2.0], 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, [0.0, 0.0])
 >>> lik.leaf_exp
 1.0
@@ -32,10 +38,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..engine.driver import register_likelihood
+from ..engine.basisleaf import add_basis_fit, draw_basis_leaves
+from ..engine.driver import register_basis_record, register_likelihood
 from ..engine.gaussian import leaf_loglik
 from ..engine.nodes import END, LEFT, START, VALUE
-from ..engine.records import Pseudo
+from ..engine.records import BasisPseudo, Pseudo
 from ..engine.tree import add_tree, draw_leaves
 from .correction import (
     CENTER_MAX,
@@ -120,13 +127,14 @@ class FamilyLik(NamedTuple):
     gnew: np.ndarray
 
 
-def family_lik(kind, u, v, s, a, b, mu0, s2, f, refine=True, laplace=None) -> FamilyLik:
+def family_lik(kind, u, v, s, a, b, mu0, s2, f, refine=True, laplace=None, kept_exp=True) -> FamilyLik:
     """A :class:`FamilyLik` over ``n`` rows (arrays are copied to float64; ``f``: the current BART value).
 
     ``laplace``: take the log-link route (leaves integrated by :mod:`pymc_treesamplers.engine.loglink`, exact
     sums, no expansion point) where it applies, a log-link family with one slope ``b`` in every row
     (None: wherever it applies; False: the expansion route, as for the other families). The step
-    gives its tree prior the record's ``leaf_exp``.
+    gives its tree prior the record's ``leaf_exp``. ``kept_exp``: keep ``exp(eta)`` per row where it applies
+    (False for trees on a basis, :class:`BasisFamilyLik`).
 
     >>> lik = family_lik(POISSON_LOG, [1.0, 2.0], 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, [0.0, 0.0])
     >>> lik.u.tolist(), lik.b.tolist()
@@ -149,7 +157,7 @@ def family_lik(kind, u, v, s, a, b, mu0, s2, f, refine=True, laplace=None) -> Fa
     if laplace:
         rho = LOGLINK_RHO[int(kind)]
         slope = leaf_exp = rho * float(b[0])
-    elif kind in (LOGIT2, POISSON_LOG) and common:
+    elif kept_exp and kind in (LOGIT2, POISSON_LOG) and common:
         slope = float(b[0])
     with np.errstate(over="ignore", under="ignore"):
         e = np.exp(rho * (a + b * f)) if np.isfinite(slope) else np.zeros(0)
@@ -371,12 +379,19 @@ def _accept(rng, lik, j, old, new, pseudo):
     # log-likelihood at the current f is kept in lrow (or its differences summed, below)
     if lik.leaf_exp != 0.0:
         return loglink_accept(rng, lik, new)
+    if lik.e.shape[0] == 0:
+        lik.gnew[:] = 0.0
+        add_tree(new, lik.gnew, 1.0)
+    return _accept_fit(rng, lik, new)
+
+
+@numba.njit(cache=True, nogil=True)
+def _accept_fit(rng, lik, new):
+    """:func:`_accept` once the proposal's fit is in ``lik.gnew`` (on the kept-exp route, read from ``new``)."""
     total = lik.acc[1] if lik.refine else 0.0
     if lik.e.shape[0] > 0:
         total += _delta_kept_exp(lik, new)
     else:
-        lik.gnew[:] = 0.0
-        add_tree(new, lik.gnew, 1.0)
         for i in range(lik.f.shape[0]):
             b = lik.b[i]
             l_new = row_loglik(lik.kind, lik.u[i], lik.v[i], lik.s[i],
@@ -468,6 +483,49 @@ def _log_ratios(ratio, u, v):
 
 
 register_likelihood(FamilyLik, family_pseudo, _accept, _propose_leaves)
+
+
+class BasisFamilyLik(NamedTuple):
+    """A :class:`FamilyLik` (expansion route, working leaves, no kept ``exp``) for a tree whose leaves hold
+    coefficient vectors on a basis (module docstring): ``family`` and the chain's ``leaves`` record (the basis
+    and the coefficients' prior), whose residual and weights are the family's working ones."""
+
+    family: FamilyLik
+    leaves: BasisPseudo
+
+
+@numba.njit(cache=True, nogil=True)
+def _basis_family_pseudo(lik, j, tree):
+    fam = lik.family
+    fam.g[:] = 0.0
+    add_basis_fit(tree, lik.leaves.basis, fam.g, 1.0)
+    fam.acc[0] = _centred_rows(fam, False)
+    b = lik.leaves
+    return BasisPseudo(fam.r, fam.w, b.basis, b.mu0, b.s2, b.threads, b.chol, b.vec, b.stats)
+
+
+@numba.njit(cache=True, nogil=True)
+def _basis_family_accept(rng, lik, j, old, new, pseudo):
+    fam = lik.family
+    fam.gnew[:] = 0.0
+    add_basis_fit(new, lik.leaves.basis, fam.gnew, 1.0)
+    return _accept_fit(rng, fam, new)
+
+
+@numba.njit(cache=True, nogil=True)
+def _basis_family_leaves(rng, lik, t, prior, pseudo):
+    draw_basis_leaves(rng, t, prior, pseudo)
+
+
+def _basis_family_record(lik: FamilyLik, leaves: BasisPseudo) -> BasisFamilyLik:
+    if lik.leaf_exp != 0.0 or lik.refine or lik.e.shape[0] > 0:
+        raise ValueError("a FamilyLik for basis leaves must be on the expansion route with working leaves and no "
+                         "kept exp (family_lik(..., refine=False, laplace=False, kept_exp=False))")
+    return BasisFamilyLik(lik, leaves)
+
+
+register_likelihood(BasisFamilyLik, _basis_family_pseudo, _basis_family_accept, _basis_family_leaves)
+register_basis_record(FamilyLik, _basis_family_record)
 
 
 @numba.njit(cache=True, nogil=True)

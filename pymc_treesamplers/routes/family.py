@@ -17,7 +17,7 @@ from . import families as fam
 from . import observation
 from .augment import augment_pseudo, augmented, can_augment
 from .gaussian import GaussianWorkingModel, residuals
-from .reading import FAMILIES, SUPPORTED, OutputView, is_probit, link_scale
+from .reading import FAMILIES, SUPPORTED, BasisView, OutputView, is_probit, link_scale
 
 ROUTES = ("auto", "expand")
 """The values of the steps' ``route`` option: each family's own route, or the expansion for every family."""
@@ -63,6 +63,9 @@ class FamilyWorkingModel:
         # the checks below run at moderate values (GaussianWorkingModel explains why)
         f0 = 0.5 * np.random.default_rng(3).normal(size=f0.shape)
         self._view = view
+        # the term of leaves with coefficient vectors: the expansion's records without kept exp or refined leaves
+        # (routes/families.py: BasisFamilyLik), and no log-link route, whose Laplace leaves are scalars
+        self.basis = isinstance(view, BasisView)
         dependent = [k for k, p in enumerate(params) if value_var in set(ancestors([p]))]
         if view is not None and dependent:
             # every row of the whole variable is an ancestor of mu[0]; keep the parameters whose values
@@ -116,7 +119,7 @@ class FamilyWorkingModel:
         if route == "expand":
             return "expand"
         if self.kind in (observation.POISSON_LOG, observation.GAMMA_LOGSCALE, observation.NORMAL_LOGSD):
-            return "loglink"
+            return "expand" if self.basis else "loglink"
         if self.kind == observation.STUDENT_T:
             return "augment"
         binary = isinstance(op, (rvs.BernoulliRV, rvs.BinomialRV))
@@ -183,7 +186,8 @@ class FamilyWorkingModel:
     def record(self, f: np.ndarray) -> fam.FamilyLik:
         """The expansion route's likelihood record at the BART value ``f``."""
         u, v, s, a, b = self._parts(f)
-        return fam.family_lik(self.kind, u, v, s, a, b, self.mu0, self.s2, f, self.refine, laplace=False)
+        return fam.family_lik(self.kind, u, v, s, a, b, self.mu0, self.s2, f, self.refine, laplace=False,
+                              kept_exp=not self.basis)
 
     def leaf_prior(self, op, m: int) -> tuple[float, float]:
         """``(mu0, sigma_mu^2)`` of the leaves, set on the record too: defaulted values on the link scale,
@@ -201,7 +205,9 @@ class FamilyWorkingModel:
         type sets the compiled code, not the family)."""
         if not self.corrected:
             return GaussianWorkingModel.compile_record()
-        return fam.family_lik(observation.POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4))
+        return fam.family_lik(observation.POISSON_LOG, np.ones(4), 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, np.zeros(4),
+                              refine=not self.basis, laplace=None if not self.basis else False,
+                              kept_exp=not self.basis)
 
     def sweep_input(self, f: np.ndarray, rng: np.random.Generator, threads: int = 1) -> fam.FamilyLik | Pseudo:
         """What one sweep runs on at the BART value ``f`` (class docstring): Gaussian pseudo-data (a
@@ -213,7 +219,7 @@ class FamilyWorkingModel:
             augment_pseudo(rng, augmented(self.kind, u, v, s, a, b, self.n), f, z, w)
             return residuals(z, w, f, threads)
         return fam.family_lik(self.kind, u, v, s, a, b, self.mu0, self.s2, f, self.refine,
-                              laplace=None if self.route == "loglink" else False)
+                              laplace=None if self.route == "loglink" else False, kept_exp=not self.basis)
 
     def constant_fit(self) -> float:
         """The BART value ``c`` (the same in every row) that maximises the likelihood at the current other
@@ -234,6 +240,8 @@ class FamilyWorkingModel:
         # the asymmetric Laplace's working curvature (its Fisher information) says nothing of where a leaf's
         # conditional sits, whatever the prior: always refined (m = 20, q = 0.8: acceptance 0.50 against 0.29)
         self.refine = bool(self.kind == observation.ASYM_LAPLACE or 0.5 * self.s2 * np.sqrt(0.5 * info) > 1.0)
+        if self.basis:  # the refined proposal is written for one value per leaf
+            self.refine = False
         return self.refine
 
 

@@ -31,6 +31,7 @@ from ..model.basis import bart_of, basis_spec, coefficient_prior, leaf_basis_of
 from ..model.binning import split_columns
 from ..model.callers import check_nuts_sampler
 from ..model.covariates import as_data_array
+from ..routes.graph import GraphWorkingModel
 from ..routes.likelihood import OutputView, WorkingModel, working_model
 from ..routes.reading import BasisView
 from .cpu import CPUSweeper
@@ -177,13 +178,12 @@ class BaseTreeStep(ArrayStepShared):
         view = BasisView(value_var, basis, value)
         working = working_model(model, rv, value_var, shared, initial_point, op.mu0, compile_kwargs, view=view,
                                 route=self.route)
-        if working.corrected:
+        if isinstance(working, GraphWorkingModel):
             raise NotImplementedError(
-                f"{rv.name!r} holds coefficient vectors on a leaf basis of {op.basis_columns} columns; its likelihood "
-                f"takes the Metropolis-Hastings correction ({type(working).__name__}), which such leaves do not have "
-                "yet. Likelihoods with exact Gaussian pseudo-data work: a Normal whose mean is affine in the term, "
-                "and the augmented Bernoulli/Binomial (logit, probit) and Student-t; a one-column basis works under "
-                "any likelihood")
+                f"{rv.name!r} holds coefficient vectors on a leaf basis of {op.basis_columns} columns under a "
+                f"likelihood outside the package's families ({working.reason}); such leaves take a Normal, the "
+                "augmented and the expanded families, not the compiled graph's correction yet. A one-column basis "
+                "works under any likelihood")
         # defaults on the route's scale (a link's, on the augmentation routes), shared out per column; what the
         # user gave stays
         term_mu0, term_s2 = working.leaf_prior(op, self.m)
