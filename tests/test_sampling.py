@@ -23,7 +23,7 @@ from tests.helpers.exact import (
     tv_distance,
     tv_threshold,
 )
-from tests.helpers.fits import fit_friedman
+from tests.helpers.fits import assert_state_resumes, fit_friedman
 
 
 def test_pm_sample_without_likelihood_recovers_prior():
@@ -122,15 +122,7 @@ def test_value_changed_outside_the_step_is_refused_and_state_resumes():
         mu = pmt.BART("mu", X, y, m=5)
         pm.Normal("y", mu, 1.0, observed=y)
         step = pmt.CGMStep([mu])
-    step.setup_chain(np.random.default_rng(1), tune=0, draws=10)
-    point = model.initial_point()
-    for _ in range(3):
-        point, _ = step.step(point)
-    state, saved = step.sampling_state, dict(point)
-    first, _ = step.step(step.step(point)[0])
-    step.sampling_state = state
-    again, _ = step.step(step.step(saved)[0])
-    np.testing.assert_array_equal(first["mu"], again["mu"])
+    again, _, _ = assert_state_resumes(model, step, "mu")
     moved = dict(again)
     moved["mu"] = moved["mu"] + 0.5
     with pytest.raises(RuntimeError, match="changed outside"):

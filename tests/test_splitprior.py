@@ -35,6 +35,7 @@ from pymc_treesamplers.engine.splitprior import (
     update_split_weights,
 )
 from tests.helpers.exact import exact_tree_posterior, tv_distance, tv_threshold
+from tests.helpers.fits import assert_state_resumes
 from tests.helpers.kernel_chain import _chain, make_step
 
 # column 0 is constant within rows {0, 1, 2} and within {3, 4, 5}: nodes inside them can split on column 1 only
@@ -242,13 +243,5 @@ def test_several_outputs_parallel_chains_inclusion_plot_and_resumed_state():
     assert {"weight", "weight_lo", "weight_hi", "pip"} <= set(inc.columns)
     assert np.isclose(inc["weight"].sum(), 1.0) and (inc["weight_lo"] <= inc["weight_hi"]).all()
     pmt.plots.plot_variable_inclusion(idata)
-    step.setup_chain(np.random.default_rng(1), tune=0, draws=10)
-    point = model.initial_point()
-    for _ in range(3):
-        point, _ = step.step(point)
-    state, saved = step.sampling_state, dict(point)
-    first, stats = step.step(step.step(point)[0])
-    step.sampling_state = state
-    again, stats_again = step.step(step.step(saved)[0])
-    np.testing.assert_array_equal(first["mu"], again["mu"])
+    _, stats, stats_again = assert_state_resumes(model, step, "mu")
     np.testing.assert_array_equal(stats[0]["mu_split_weights"], stats_again[0]["mu_split_weights"])

@@ -36,6 +36,7 @@ from tests.helpers.exact import (
     tv_distance,
     tv_threshold,
 )
+from tests.helpers.fits import assert_state_resumes, forest_partition_keys
 from tests.helpers.kernel_chain import _chain, make_step
 from tests.helpers.samplers import MAIN
 
@@ -278,7 +279,7 @@ def test_a_chain_on_a_basis_sweeps_fits_and_gives_its_coefficients():
     assert chain.sweep(rng, Pseudo(resid, np.ones(1), 1), warm=True) == -1  # grow-from-root on the basis
     chain.fit(f)
     assert np.allclose(resid, r - f)
-    with pytest.raises(NotImplementedError, match="Gaussian pseudo-data only"):
+    with pytest.raises(NotImplementedError, match="Gaussian pseudo-data or a record registered"):
         chain.sweep(rng, (resid,))
     from pymc_treesamplers.results.predictive import predict_forests
 
@@ -348,24 +349,6 @@ def test_pm_sample_that_ignores_a_column_fails_enumeration():
 PAIR_KEPT, PAIR_THIN = 3000, 20
 
 
-def _first_forest_keys(idata, codes, thin):
-    """Each kept draw's row partition per tree, from the first coefficient's stored forest (a basis forest is
-    stored as one forest per coefficient, the same trees)."""
-    from pymc_treesamplers.results.predictive import _extended, leaf_positions
-    from pymc_treesamplers.results.storage import decode_forest
-
-    X = _extended(np.ascontiguousarray(codes, dtype=float))
-    keys = []
-    for text in idata.sample_stats["mu_forest"].values.reshape(-1)[::thin]:
-        pieces = str(text).split(",")
-        assert len(pieces) == 2
-        p, counts, vars_, vals = decode_forest(pieces[0])
-        leaf = np.empty((counts.shape[0], X.shape[0]), dtype=np.int64)
-        leaf_positions(counts, vars_, vals, X, leaf, 2 * p)
-        keys.append(tuple(partition_key(row) for row in leaf))
-    return keys
-
-
 @pytest.mark.parametrize("s", _entries())
 def test_pm_sample_on_a_basis_of_two_columns_pairs_match_enumeration(s):
     """m = 2, sigma = 1: the pair of row partitions read from the stored forests follows the joint posterior of
@@ -373,7 +356,7 @@ def test_pm_sample_on_a_basis_of_two_columns_pairs_match_enumeration(s):
     codes, r, _ = tiny_data(0)
     codes, r, B = codes[:5], r[:5], _basis(5)
     idata = _fit(s, codes, r, lambda t, y: pm.Normal("y", t, 1.0, observed=y), 2, PAIR_KEPT * PAIR_THIN, 1, B)
-    keys = _first_forest_keys(idata, codes, PAIR_THIN)
+    keys = forest_partition_keys(idata, "mu", codes, PAIR_THIN)
     exact = exact_pair_posterior(codes, r, np.ones(5), 0.95, 2.0, MU0, SD, basis=B)
     tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
@@ -537,12 +520,4 @@ def test_a_restored_sampling_state_resumes_a_basis_chain_exactly():
         term = pmt.BART("mu", codes.astype(float), r, m=3, leaf_basis=B)
         pm.Normal("y", term, 1.0, observed=r)
         step = pmt.CGMStep([term])
-    step.setup_chain(np.random.default_rng(1), tune=0, draws=10)
-    point = model.initial_point()
-    for _ in range(3):
-        point, _ = step.step(point)
-    state, saved = step.sampling_state, dict(point)
-    first, _ = step.step(step.step(point)[0])
-    step.sampling_state = state
-    again, _ = step.step(step.step(saved)[0])
-    np.testing.assert_array_equal(first["mu"], again["mu"])
+    assert_state_resumes(model, step, "mu")

@@ -232,41 +232,41 @@ def _add_fit(t, lm, sign):
     return lambda t, lm, sign: add_tree(t, lm.r, sign, lm.threads)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _constant_range_loglik(prior, lm, perm, s, e):
+    W, S = leaf_suff(lm, perm, s, e)
+    return leaf_loglik(prior, W, S)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _constant_split_logliks(prior, lm, perm, s, e, code_v, c):
+    n_left, wa, sa, wb, sb = split_suff(lm.r, lm.w, perm, s, e, code_v, c, lm.threads)
+    return n_left, leaf_loglik(prior, wa, sa), leaf_loglik(prior, wb, sb), leaf_loglik(prior, wa + wb, sa + sb)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _constant_children_logliks(prior, lm, perm, sa, ea, sb, eb):
+    wa, s_a = leaf_suff(lm, perm, sa, ea)
+    wb, s_b = leaf_suff(lm, perm, sb, eb)
+    return leaf_loglik(prior, wa, s_a), leaf_loglik(prior, wb, s_b), leaf_loglik(prior, wa + wb, s_a + s_b)
+
+
 @overload(range_loglik, inline="always", jit_options=_SHIM)
 def _range_loglik(prior, lm, perm, s, e):
-    if _is_basis(lm):
-        return lambda prior, lm, perm, s, e: basis_range_loglik(prior, lm, perm, s, e)
-
-    def constant(prior, lm, perm, s, e):
-        W, S = leaf_suff(lm, perm, s, e)
-        return leaf_loglik(prior, W, S)
-
-    return constant
+    fn = basis_range_loglik if _is_basis(lm) else _constant_range_loglik
+    return lambda prior, lm, perm, s, e: fn(prior, lm, perm, s, e)
 
 
 @overload(split_logliks, inline="always", jit_options=_SHIM)
 def _split_logliks(prior, lm, perm, s, e, code_v, c):
-    if _is_basis(lm):
-        return lambda prior, lm, perm, s, e, code_v, c: basis_split_logliks(prior, lm, perm, s, e, code_v, c)
-
-    def constant(prior, lm, perm, s, e, code_v, c):
-        n_left, wa, sa, wb, sb = split_suff(lm.r, lm.w, perm, s, e, code_v, c, lm.threads)
-        return n_left, leaf_loglik(prior, wa, sa), leaf_loglik(prior, wb, sb), leaf_loglik(prior, wa + wb, sa + sb)
-
-    return constant
+    fn = basis_split_logliks if _is_basis(lm) else _constant_split_logliks
+    return lambda prior, lm, perm, s, e, code_v, c: fn(prior, lm, perm, s, e, code_v, c)
 
 
 @overload(children_logliks, inline="always", jit_options=_SHIM)
 def _children_logliks(prior, lm, perm, sa, ea, sb, eb):
-    if _is_basis(lm):
-        return lambda prior, lm, perm, sa, ea, sb, eb: basis_children_logliks(prior, lm, perm, sa, ea, sb, eb)
-
-    def constant(prior, lm, perm, sa, ea, sb, eb):
-        wa, s_a = leaf_suff(lm, perm, sa, ea)
-        wb, s_b = leaf_suff(lm, perm, sb, eb)
-        return leaf_loglik(prior, wa, s_a), leaf_loglik(prior, wb, s_b), leaf_loglik(prior, wa + wb, s_a + s_b)
-
-    return constant
+    fn = basis_children_logliks if _is_basis(lm) else _constant_children_logliks
+    return lambda prior, lm, perm, sa, ea, sb, eb: fn(prior, lm, perm, sa, ea, sb, eb)
 
 
 # --- Dirichlet-multinomial: stats = class counts ------------------------------------------------

@@ -426,12 +426,8 @@ def _two_level_bound(t, data, prior, pseudo, k, bound):
 @numba.njit(cache=True, nogil=True)
 def _constant_two_level_bound(t, data, prior, pseudo, k, bound):
     ti = t.ints
-    s = ti[k, START]
-    e = ti[k, END]
-    a = ti[k, LEFT]
-    b = ti[k, RIGHT]
-    v = ti[k, VAR]
-    code0 = data.codes[v]
+    s, e, a, b = ti[k, START], ti[k, END], ti[k, LEFT], ti[k, RIGHT]
+    code0 = data.codes[ti[k, VAR]]
     # a leaf child: a cut above every code sends all its rows to its first cell
     code_l, c_l = (data.codes[ti[a, VAR]], ti[a, CUT]) if ti[a, LEFT] >= 0 else (code0, ALL_CODES)
     code_r, c_r = (data.codes[ti[b, VAR]], ti[b, CUT]) if ti[b, LEFT] >= 0 else (code0, ALL_CODES)

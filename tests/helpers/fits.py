@@ -29,12 +29,29 @@ def fit_friedman(step_cls=None, options=None, seed=1, chains=2, cores=1, draws=5
 
 def forest_partition_keys(idata, var, codes, thin):
     """Each kept draw's row partition per tree, read from the stored forests of ``var`` (one chain, every
-    ``thin``-th draw): a tuple of one :func:`~tests.helpers.exact.partition_key` per tree."""
+    ``thin``-th draw): a tuple of one :func:`~tests.helpers.exact.partition_key` per tree. A forest on a basis of
+    several columns is stored as one forest per coefficient, the same trees: the first is read."""
     X = _extended(np.ascontiguousarray(codes, dtype=float))
     keys = []
     for text in idata.sample_stats[f"{var}_forest"].values.reshape(-1)[::thin]:
-        p, counts, vars_, vals = decode_forest(str(text))
+        p, counts, vars_, vals = decode_forest(str(text).split(",")[0])
         leaf = np.empty((counts.shape[0], X.shape[0]), dtype=np.int64)
         leaf_positions(counts, vars_, vals, X, leaf, 2 * p)
         keys.append(tuple(partition_key(row) for row in leaf))
     return keys
+
+
+def assert_state_resumes(model, step, var: str):
+    """Three steps from the initial point, then: two more steps from there equal two steps after restoring the
+    step's sampling state with the point it produced (the chain resumes exactly). Returns the last point and the
+    last step's stats of both runs."""
+    step.setup_chain(np.random.default_rng(1), tune=0, draws=10)
+    point = model.initial_point()
+    for _ in range(3):
+        point, _ = step.step(point)
+    state, saved = step.sampling_state, dict(point)
+    first, stats = step.step(step.step(point)[0])
+    step.sampling_state = state
+    again, stats_again = step.step(step.step(saved)[0])
+    np.testing.assert_array_equal(first[var], again[var])
+    return again, stats, stats_again
