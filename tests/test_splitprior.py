@@ -36,7 +36,7 @@ from pymc_treesamplers.engine.splitprior import (
 )
 from tests.helpers.exact import exact_tree_posterior, tv_distance, tv_threshold
 from tests.helpers.fits import assert_state_resumes
-from tests.helpers.kernel_chain import _chain, make_step
+from tests.helpers.kernel_chain import _chain, make_step, rule_keys
 
 # column 0 is constant within rows {0, 1, 2} and within {3, 4, 5}: nodes inside them can split on column 1 only
 CODES = np.array([[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]])
@@ -139,7 +139,7 @@ def dart_chain(step_cls, options, n_draws, thin, seed, spec=SPEC, case=PLAIN_CAS
             _chain(rng, 1, 1, data, prior, fa, lik, labels, work, scratch, changed, rates, rules)
             forest_summary(fa, counts)
             update_split_weights(rng, sw, data, [fa], counts, work.order)
-        keys.append(tuple(-1 if v < 0 else (int(v), int(c)) for v, c in rules[0] if v > -2))
+        keys.append(rule_keys(rules)[0])
         conc[d] = sw.conc[0]
     return keys, conc
 

@@ -13,17 +13,14 @@ import functools
 import numpy as np
 import pymc as pm
 import pytest
-from scipy import special, stats
+from scipy import special
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.basisleaf import add_basis_fit, basis_draw, basis_marginal, basis_rows, basis_width
-from pymc_treesamplers.engine.driver import new_scratch_tree
 from pymc_treesamplers.engine.forest import Forest, init_roots
 from pymc_treesamplers.engine.nodes import COEF, END, LEFT, START, VALUE
 from pymc_treesamplers.engine.records import Pseudo, TreePrior, basis_pseudo, split_data, tree_of
-from pymc_treesamplers.engine.smc import PROPOSAL_OPTIMAL, PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC, SMCOptions
-from pymc_treesamplers.engine.updates.ct import new_ct_scratch
-from pymc_treesamplers.engine.updates.gfr import new_gfr_scratch
+from pymc_treesamplers.engine.smc import PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC, SMCOptions
 from pymc_treesamplers.engine.updates.pg import new_pg_scratch
 from tests.helpers.exact import (
     basis_leaf_term,
@@ -32,12 +29,13 @@ from tests.helpers.exact import (
     exact_partition_posterior,
     partition_key,
     partition_keys_from_values,
+    quadrature_basis_term,
     tiny_data,
     tv_distance,
     tv_threshold,
 )
 from tests.helpers.fits import assert_state_resumes, forest_partition_keys
-from tests.helpers.kernel_chain import _chain, make_step
+from tests.helpers.kernel_chain import leaf_model_chain
 from tests.helpers.samplers import MAIN
 
 PRIOR = TreePrior(0.95, 2.0, 0.0, 1.0)
@@ -82,11 +80,11 @@ def test_marginal_is_the_rows_density_up_to_a_partition_free_term():
         leaves = _random_partition(rng, n, k)
         total = 0.0
         for rows in leaves:
-            basis_rows(bp, rows.astype(np.int32), 0, len(rows), st)
+            basis_rows(bp, rows.astype(np.int32), 0, len(rows), st, -1)
             total += basis_marginal(PRIOR, bp, st) - exact(rows)
         gaps.append(total)
     assert np.ptp(gaps) < 1e-10
-    basis_rows(bp, perm, 0, 0, st)
+    basis_rows(bp, perm, 0, 0, st, -1)
     assert abs(basis_marginal(PRIOR, bp, st)) < 1e-12  # a leaf without rows adds nothing
 
 
@@ -97,7 +95,7 @@ def test_coefficient_draws_have_the_conditional_moments():
     r, w = rng.normal(size=n), np.full(1, 2.0)
     bp = basis_pseudo(r, w, B, MU0, SD**2)
     st = np.empty(basis_width(bp))
-    basis_rows(bp, np.arange(n, dtype=np.int32), 0, n, st)
+    basis_rows(bp, np.arange(n, dtype=np.int32), 0, n, st, -1)
     A = 2.0 * B.T @ B + np.diag(1 / SD**2)
     cov = np.linalg.inv(A)
     mean = cov @ (2.0 * B.T @ r + MU0 / SD**2)
@@ -117,51 +115,24 @@ def test_a_tree_fit_is_its_coefficients_times_the_basis():
     init_roots(forest.arrays(), data, 0.0)
     forest.floats[0, 0, COEF:] = [0.5, -2.0]
     out = np.ones(7)
-    add_basis_fit(tree_of(forest.arrays(), 0), B, out, -1.0)
+    add_basis_fit(tree_of(forest.arrays(), 0), basis_pseudo(out, np.ones(1), B, 0.0, 1.0), out, -1.0)
     assert np.allclose(out, 1.0 - B @ [0.5, -2.0])
 
 
 SAMPLERS = ("cgm", "growprune", "reshape", "pg-prior", "pg-optimal", "ct", "ct-rotate-change")
 
 
-def _scratch(sampler, codes, m, width):
-    """The sampler's scratch record: the step's own (its moves' buffers hold no leaf statistics), or, for the
-    samplers that keep leaf statistics (Particle Gibbs's particles, CT's per-code sums, GFR), one with room for
-    ``width`` of them."""
-    if sampler.startswith("pg"):
-        opts = SMCOptions(10, PROPOSAL_OPTIMAL if sampler == "pg-optimal" else PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC,
-                          1.0, 1000)
-        return new_pg_scratch(opts, codes, m, width=width)
-    if sampler == "ct":
-        return new_ct_scratch(codes, m, 1.0, 0, 0, width=width)
-    if sampler == "ct-rotate-change":
-        return new_ct_scratch(codes, m, 0.5, 1, 1, width=width)
-    if sampler == "gfr":
-        return new_gfr_scratch(codes, width=width)
-    step_cls = {"cgm": pmt.CGMStep, "growprune": pmt.GrowPruneStep, "reshape": pmt.ReshapeStep}[sampler]
-    return make_step(step_cls, {}, codes.shape[1], codes.shape[0], m)._new_scratch(codes, m)
-
-
 def _basis_chain(sampler, codes_np, r, w, basis, mu0, sd, n_draws, thin, seed, m=1, constant=False):
     """Partition keys of a chain of ``m`` trees with basis leaves on fixed pseudo-data (the record itself is the
     running residual: the forest starts with every coefficient at 0); with ``constant``, the same chain on
     constant leaves (``Pseudo``), for the all-ones comparison. Also the last forest and the record."""
-    codes = np.ascontiguousarray(np.asarray(codes_np).T)
-    p, n = codes.shape
-    data = split_data(codes, np.ones(p))
-    d = 0 if constant else basis.shape[1]
-    forest = Forest.empty(m, n, cap=4 * n, coefs=d)
-    init_roots(forest.arrays(), data, 0.0)
     if constant:
         prior = TreePrior(0.95, 2.0, float(mu0), float(sd) ** 2)
         lik = Pseudo(np.array(r, dtype=float), np.asarray(w, dtype=float), 1)
     else:
         prior = PRIOR
         lik = basis_pseudo(np.array(r, dtype=float), w, basis, mu0, np.asarray(sd) ** 2)
-    sk = _scratch(sampler, data.codes, m, 2 if constant else d + d * d)
-    labels = np.empty((n_draws, m, n), dtype=np.int64)
-    _chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels,
-           new_scratch_tree(n, d), sk, np.zeros(m, dtype=np.bool_), np.zeros(0), np.empty((0, 2 * n + 1, 2), np.int64))
+    labels, _, forest = leaf_model_chain(sampler, codes_np, prior, lik, n_draws, thin, seed, m)
     if m == 1:
         return [partition_key(row[0]) for row in labels], forest, lik
     return [tuple(partition_key(t) for t in row) for row in labels], forest, lik
@@ -186,7 +157,7 @@ def test_basis_leaves_match_enumeration(sampler):
     keys, forest, lik = _basis_chain(sampler, codes, r, W[:1], B, MU0, SD, n_draws, THIN_OF.get(sampler, THIN), 11)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, n_draws)
     fit = np.zeros(7)
-    add_basis_fit(tree_of(forest.arrays(), 0), B, fit, 1.0)
+    add_basis_fit(tree_of(forest.arrays(), 0), lik, fit, 1.0)
     assert np.allclose(lik.r, r - fit)
 
 
@@ -198,7 +169,7 @@ def test_a_grow_from_root_warm_start_on_basis_leaves_keeps_the_residual():
     assert len({k for pair in keys for k in pair}) > 1  # the trees were regrown, not left as roots
     fit = np.zeros(7)
     for j in range(2):
-        add_basis_fit(tree_of(forest.arrays(), j), B, fit, 1.0)
+        add_basis_fit(tree_of(forest.arrays(), j), lik, fit, 1.0)
     assert np.allclose(lik.r, r - fit)
 
 
@@ -362,30 +333,12 @@ def test_pm_sample_on_a_basis_of_two_columns_pairs_match_enumeration(s):
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
 
 
-def _quadrature_term(row_loglik, basis, grid=241, width=7.0):
-    """A leaf's log marginal likelihood with ``eta_i = basis_i . beta``, ``beta ~ N(MU0, diag(SD^2))`` and row
-    log-likelihoods ``row_loglik(i, eta)``: two-dimensional quadrature (a product trapezoid rule over +-``width``
-    sd)."""
-    u = np.linspace(-width, width, grid)
-    b0, b1 = np.meshgrid(MU0[0] + SD[0] * u, MU0[1] + SD[1] * u, indexing="ij")
-    log_prior = stats.norm.logpdf(u)[:, None] + stats.norm.logpdf(u)[None, :]
-    cell = np.log((u[1] - u[0]) ** 2)
-
-    def term(rows):
-        ll = log_prior.copy()
-        for i in rows:
-            ll += row_loglik(i, basis[i, 0] * b0 + basis[i, 1] * b1)
-        return float(special.logsumexp(ll) + cell)
-
-    return term
-
-
 def _logit_term(y, basis):
-    return _quadrature_term(lambda i, eta: special.log_expit(eta if y[i] else -eta), basis)
+    return quadrature_basis_term(lambda i, eta: special.log_expit(eta if y[i] else -eta), basis, MU0, SD)
 
 
 def _poisson_term(y, basis):
-    return _quadrature_term(lambda i, eta: y[i] * eta - np.exp(eta), basis)
+    return quadrature_basis_term(lambda i, eta: y[i] * eta - np.exp(eta), basis, MU0, SD)
 
 
 LOGIT_KEPT, LOGIT_THIN = 2000, 10
@@ -440,6 +393,31 @@ def test_pm_sample_on_a_basis_of_two_columns_under_a_poisson_matches_enumeration
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
     moved = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0,
                                       leaf_term=_poisson_term(y, B[[3, 1, 2, 0, 4, 5, 6]]))
+    assert tv_distance(moved, empirical(keys)) > tv_threshold(moved, len(keys))
+
+
+@functools.cache
+def _potential_fit(name):
+    s = next(s for s in MAIN if s.name == name)
+    codes, r, B, _ = _slope_data()
+    y = POISSON_Y
+    idata = _fit(s, codes, y, lambda t, y: pm.Potential("loglik", pm.math.sum(y * t - pm.math.exp(t))), 1,
+                 POISSON_KEPT * POISSON_THIN, 4, B)
+    return idata, partition_keys_from_values(idata.posterior["mu"].values[0][::POISSON_THIN, 0])
+
+
+def test_pm_sample_on_a_basis_under_the_graph_route_matches_enumeration():
+    """m = 1, the Poisson log-likelihood written as a pm.Potential, so the compiled graph's route
+    (routes/graph.py: BasisGraphLik, the same expansion and correction as for constant leaves, the tree's fit read
+    from its coefficients) against the Poisson test's enumeration x quadrature; the slope moved fails it."""
+    idata, keys = _potential_fit("pg")
+    assert idata.sample_stats["mu_mh_accept"].values.mean() > 0.05
+    codes, r, B, _ = _slope_data()
+    exact = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0, leaf_term=_poisson_term(POISSON_Y, B))
+    tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+    moved = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0,
+                                      leaf_term=_poisson_term(POISSON_Y, B[[3, 1, 2, 0, 4, 5, 6]]))
     assert tv_distance(moved, empirical(keys)) > tv_threshold(moved, len(keys))
 
 
@@ -498,13 +476,8 @@ def test_a_bad_basis_of_several_columns_is_refused_by_name(kwargs, error, match)
         pmt.BART("mu", codes.astype(float), r, m=1, **kwargs)
 
 
-def test_a_likelihood_outside_the_families_or_the_gpu_is_refused_before_sampling():
+def test_the_gpu_is_refused_before_sampling():
     codes, r, B, _ = _slope_data()
-    with pm.Model():
-        term = pmt.BART("mu", codes.astype(float), r, m=1, leaf_basis=B)
-        pm.Laplace("y", term, 1.0, observed=r)
-        with pytest.raises(NotImplementedError, match="outside the package's families"):
-            pmt.CGMStep([term])
     with pm.Model():
         term = pmt.BART("mu", codes.astype(float), r, m=1, leaf_basis=B)
         pm.Normal("y", term, 1.0, observed=r)

@@ -16,11 +16,21 @@ vectors). With ``A = P + S0^-1`` and ``c = b + S0^-1 mu0``:
 record's scratch, with no allocation per leaf: the SMC's optimal proposal scores a leaf per gap of every
 variable.
 
+**A basis chosen by the tree** (``by_split``: pymc-bart's ``response="linear"`` and ``"mix"`` as exact models). A
+leaf whose parent splits on covariate ``v`` has the basis ``B_i = (1, z_iv)``, a line in the covariate its parent
+chose (the root leaf: ``(1, 0)``). Every function here takes that column, ``col`` (:func:`parent_var`; ``-1`` at
+the root), and a fixed basis ignores it; a split's children and their parent then have statistics on different
+bases, so the callers score a parent by its own column (:func:`~pymc_treesamplers.engine.leaves.col_dependent`).
+With ``log_spike > -inf`` each leaf's slope is also zero with prior probability ``exp(log_spike)`` (a spike and
+slab over the leaf's type, the type summed out): the marginal is
+``logaddexp(log_slab + m_full, log_spike + m_1)`` with ``m_1`` the intercept-only leaf's, read from the same
+statistics (``b_0``, ``P_00``), and a draw picks the type from its posterior first.
+
 >>> import numpy as np
 >>> from pymc_treesamplers.engine.records import TreePrior, basis_pseudo
 >>> bp = basis_pseudo(np.array([1.0, 2.0]), np.ones(1), np.array([[1.0, 0.0], [1.0, 1.0]]), 0.0, 1.0)
 >>> st = np.empty(basis_width(bp))
->>> basis_rows(bp, np.arange(2, dtype=np.int32), 0, 2, st)
+>>> basis_rows(bp, np.arange(2, dtype=np.int32), 0, 2, st, -1)
 >>> st.tolist()
 [3.0, 2.0, 2.0, 1.0, 1.0, 1.0]
 >>> round(float(basis_marginal(TreePrior(0.95, 2.0, 0.0, 1.0), bp, np.zeros(6))), 12)
@@ -32,55 +42,77 @@ import math
 import numba
 import numpy as np
 
-from .nodes import COEF, END, LEFT, START
+from .nodes import COEF, END, LEFT, PARENT, START, VAR
 from .records import tree_of
 from .rows import leaf_ranges, row_weight
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def parent_var(ti, u):
+    """The covariate node ``u``'s parent splits on, ``-1`` for the root: the column of a basis chosen by the tree."""
+    p = ti[u, PARENT]
+    return ti[p, VAR] if p >= 0 else -1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def basis_dim(lm):
+    """``d``, the coefficients a leaf holds."""
+    return 2 if lm.by_split else lm.basis.shape[1]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def basis_at(lm, i, j, col):
+    """Row ``i``'s ``j``-th basis value in a leaf whose parent splits on ``col`` (module docstring)."""
+    if not lm.by_split or j == 0:
+        return lm.basis[i, j]
+    return lm.basis[i, 1 + col] if col >= 0 else 0.0
 
 
 @numba.njit(cache=True, nogil=True)
 def basis_width(lm):
     """Width of a basis leaf's statistics: ``d + d^2``."""
-    d = lm.basis.shape[1]
+    d = basis_dim(lm)
     return d + d * d
 
 
 @numba.njit(cache=True, nogil=True)
-def basis_rows(lm, perm, s, e, out):
-    """The statistics of the rows ``perm[s:e]`` written to ``out`` (module docstring's layout)."""
-    d = lm.basis.shape[1]
+def basis_rows(lm, perm, s, e, out, col):
+    """The statistics of the rows ``perm[s:e]`` of a leaf on column ``col`` written to ``out`` (module docstring's
+    layout)."""
+    d = basis_dim(lm)
     for k in range(d + d * d):
         out[k] = 0.0
-    B = lm.basis
     for q in range(s, e):
         i = perm[q]
         wi = row_weight(lm.weight, i)
         wr = wi * lm.r[i]
         for j in range(d):
-            out[j] += wr * B[i, j]
-            wb = wi * B[i, j]
+            bj = basis_at(lm, i, j, col)
+            out[j] += wr * bj
+            wb = wi * bj
             for k in range(d):
-                out[d + j * d + k] += wb * B[i, k]
+                out[d + j * d + k] += wb * basis_at(lm, i, k, col)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def basis_row(lm, i, hist, k):
-    """Row ``i``'s statistics added to row ``k`` of ``hist``."""
-    d = lm.basis.shape[1]
-    B = lm.basis
+def basis_row(lm, i, hist, k, col):
+    """Row ``i``'s statistics on column ``col`` added to row ``k`` of ``hist``."""
+    d = basis_dim(lm)
     wi = row_weight(lm.weight, i)
     wr = wi * lm.r[i]
     for j in range(d):
-        hist[k, j] += wr * B[i, j]
-        wb = wi * B[i, j]
+        bj = basis_at(lm, i, j, col)
+        hist[k, j] += wr * bj
+        wb = wi * bj
         for u in range(d):
-            hist[k, d + j * d + u] += wb * B[i, u]
+            hist[k, d + j * d + u] += wb * basis_at(lm, i, u, col)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _factor(lm, stats):
     """``A`` into ``lm.chol`` as its lower Cholesky factor ``L``, ``L^-1 c`` into ``lm.vec``; returns
     ``sum log L_jj - 0.5 log|S0^-1|`` (half of ``log|I + S0 P|``) and ``mu0^T S0^-1 mu0``."""
-    d = lm.basis.shape[1]
+    d = basis_dim(lm)
     L = lm.chol
     c = lm.vec
     half_logdet = 0.0
@@ -109,40 +141,67 @@ def _factor(lm, stats):
     return half_logdet, quad0
 
 
-@numba.njit(cache=True, nogil=True, inline="always")  # per gap of the optimal proposal: no call
-def basis_marginal(prior, lm, stats):
-    """Log marginal likelihood of a basis leaf with these statistics, up to a partition-free term (module
-    docstring). ``prior`` (the scalar :class:`~pymc_treesamplers.engine.records.TreePrior`) is unused: the record
-    carries the coefficients' prior."""
+@numba.njit(cache=True, nogil=True)
+def _full_marginal(lm, stats):
     half_logdet, quad0 = _factor(lm, stats)
     quad = 0.0
-    for j in range(lm.basis.shape[1]):
+    for j in range(basis_dim(lm)):
         quad += lm.vec[j] * lm.vec[j]
     return -half_logdet + 0.5 * quad - 0.5 * quad0
 
 
 @numba.njit(cache=True, nogil=True)
-def basis_range_loglik(prior, lm, perm, s, e):
-    """:func:`basis_marginal` of the rows ``perm[s:e]`` (statistics in ``lm.stats[0]``)."""
+def _intercept_marginal(lm, stats):
+    """The marginal of the leaf with every coefficient after the first at zero: ``b_0`` and ``P_00`` alone."""
+    s2 = lm.s2[0]
+    a = stats[basis_dim(lm)] + 1.0 / s2
+    c = stats[0] + lm.mu0[0] / s2
+    return -0.5 * math.log(s2 * a) + 0.5 * c * c / a - 0.5 * lm.mu0[0] * lm.mu0[0] / s2
+
+
+@numba.njit(cache=True, nogil=True)
+def _logaddexp(a, b):
+    hi = max(a, b)
+    return hi + math.log(math.exp(a - hi) + math.exp(b - hi))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")  # per gap of the optimal proposal: no call
+def basis_marginal(prior, lm, stats):
+    """Log marginal likelihood of a basis leaf with these statistics, up to a partition-free term (module
+    docstring; with a spike, the leaf's type summed out). ``prior`` (the scalar
+    :class:`~pymc_treesamplers.engine.records.TreePrior`) is unused: the record carries the coefficients' prior."""
+    full = _full_marginal(lm, stats)
+    if lm.log_spike == -math.inf:
+        return full
+    return _logaddexp(lm.log_slab + full, lm.log_spike + _intercept_marginal(lm, stats))
+
+
+@numba.njit(cache=True, nogil=True)
+def basis_range_loglik(prior, lm, perm, s, e, col):
+    """:func:`basis_marginal` of the rows ``perm[s:e]`` on column ``col`` (statistics in ``lm.stats[0]``)."""
     st = lm.stats[0]
-    basis_rows(lm, perm, s, e, st)
+    basis_rows(lm, perm, s, e, st, col)
     return basis_marginal(prior, lm, st)
 
 
 @numba.njit(cache=True, nogil=True)
-def _union_logliks(prior, lm):
-    """Log marginals of the two sides in ``lm.stats[0]`` and ``[1]`` and of their union (into ``[2]``)."""
+def _union_logliks(prior, lm, perm, s, e, col_children, col_parent):
+    """Log marginals of the two sides in ``lm.stats[0]`` and ``[1]`` and of their parent, the rows ``perm[s:e]``
+    (into ``[2]``): the sides' sum, or, when the basis is the tree's, the parent's rows on its own column."""
     st = lm.stats
-    for u in range(st.shape[1]):
-        st[2, u] = st[0, u] + st[1, u]
+    if lm.by_split and col_parent != col_children:
+        basis_rows(lm, perm, s, e, st[2], col_parent)
+    else:
+        for u in range(st.shape[1]):
+            st[2, u] = st[0, u] + st[1, u]
     return basis_marginal(prior, lm, st[0]), basis_marginal(prior, lm, st[1]), basis_marginal(prior, lm, st[2])
 
 
 @numba.njit(cache=True, nogil=True)
-def basis_split_logliks(prior, lm, perm, s, e, code_v, c):
-    """The rows ``perm[s:e]`` split at ``code_v <= c`` (unmoved): ``(n_left, left, right, both)``, the sides' and
-    the whole range's log marginals."""
-    d = lm.basis.shape[1]
+def basis_split_logliks(prior, lm, perm, s, e, code_v, c, col_children, col_parent):
+    """The rows ``perm[s:e]`` split at ``code_v <= c`` (unmoved): ``(n_left, left, right, both)``, the sides' log
+    marginals on column ``col_children`` and the whole range's on ``col_parent``."""
+    d = basis_dim(lm)
     st = lm.stats
     for u in range(d + d * d):
         st[0, u] = 0.0
@@ -152,25 +211,37 @@ def basis_split_logliks(prior, lm, perm, s, e, code_v, c):
         i = perm[q]
         side = 0 if code_v[i] <= c else 1
         n_left += 1 - side
-        basis_row(lm, i, st, side)
-    left, right, both = _union_logliks(prior, lm)
+        basis_row(lm, i, st, side, col_children)
+    left, right, both = _union_logliks(prior, lm, perm, s, e, col_children, col_parent)
     return n_left, left, right, both
 
 
 @numba.njit(cache=True, nogil=True)
-def basis_children_logliks(prior, lm, perm, sa, ea, sb, eb):
-    """Log marginals of the rows ``perm[sa:ea]``, ``perm[sb:eb]`` and of both together."""
-    basis_rows(lm, perm, sa, ea, lm.stats[0])
-    basis_rows(lm, perm, sb, eb, lm.stats[1])
-    return _union_logliks(prior, lm)
+def basis_children_logliks(prior, lm, perm, sa, ea, sb, eb, col_children, col_parent):
+    """Log marginals of the sibling rows ``perm[sa:ea]``, ``perm[sb:eb]`` on ``col_children`` and of both together
+    on ``col_parent`` (siblings' ranges are adjacent: their union is one range)."""
+    basis_rows(lm, perm, sa, ea, lm.stats[0], col_children)
+    basis_rows(lm, perm, sb, eb, lm.stats[1], col_children)
+    return _union_logliks(prior, lm, perm, min(sa, sb), max(ea, eb), col_children, col_parent)
 
 
 @numba.njit(cache=True, nogil=True)
 def basis_draw(rng, lm, stats, out):
     """Draw a leaf's coefficients from their full conditional ``N(A^-1 c, A^-1)`` into ``out`` (d,): one standard
-    normal per coefficient, in column order."""
+    normal per coefficient, in column order. With a spike, a uniform first picks the leaf's type from its posterior;
+    a leaf of the intercept-only type draws its intercept and holds zeros after it."""
+    d = basis_dim(lm)
+    if lm.log_spike != -math.inf:
+        full = lm.log_slab + _full_marginal(lm, stats)
+        spike = lm.log_spike + _intercept_marginal(lm, stats)
+        if math.log(rng.random()) >= full - _logaddexp(full, spike):
+            s2 = lm.s2[0]
+            a = stats[d] + 1.0 / s2
+            out[0] = (stats[0] + lm.mu0[0] / s2) / a + rng.standard_normal() / math.sqrt(a)
+            for j in range(1, d):
+                out[j] = 0.0
+            return
     _factor(lm, stats)
-    d = lm.basis.shape[1]
     L = lm.chol
     z = lm.vec
     for j in range(d):
@@ -183,19 +254,20 @@ def basis_draw(rng, lm, stats, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_basis_fit(t, basis, out, sign):
+def add_basis_fit(t, lm, out, sign):
     """``out[i] += sign * basis_i . beta_leaf(i)`` for every row of the tree ``t``, whose leaves hold
-    coefficients in the node columns ``COEF ..`` (:mod:`.nodes`)."""
+    coefficients in the node columns ``COEF ..`` (:mod:`.nodes`), on the basis of the record ``lm``."""
     ti = t.ints
     tf = t.floats
-    d = basis.shape[1]
+    d = basis_dim(lm)
     for k in range(t.nn[0]):
         if ti[k, LEFT] < 0:
+            col = parent_var(ti, k)
             for q in range(ti[k, START], ti[k, END]):
                 i = t.perm[q]
                 v = 0.0
                 for j in range(d):
-                    v += basis[i, j] * tf[k, COEF + j]
+                    v += basis_at(lm, i, j, col) * tf[k, COEF + j]
                 out[i] += sign * v
 
 
@@ -204,23 +276,23 @@ def draw_basis_leaves(rng, t, prior, lm):
     """Draw every leaf's coefficients of ``t`` from their conditional and subtract the tree's fit from ``lm.r``
     (the basis twin of :func:`~pymc_treesamplers.engine.tree.draw_leaves`: all leaves' statistics are taken
     before any fit is subtracted, and the leaves own disjoint rows)."""
-    d = lm.basis.shape[1]
+    d = basis_dim(lm)
     nodes, starts, ends, _ = leaf_ranges(t)
     st = np.empty(d + d * d)
     for j in range(nodes.shape[0]):
-        basis_rows(lm, t.perm, starts[j], ends[j], st)
+        basis_rows(lm, t.perm, starts[j], ends[j], st, parent_var(t.ints, nodes[j]))
         basis_draw(rng, lm, st, t.floats[nodes[j], COEF : COEF + d])
-    add_basis_fit(t, lm.basis, lm.r, -1.0)
+    add_basis_fit(t, lm, lm.r, -1.0)
 
 
 @numba.njit(cache=True, nogil=True)
-def forest_basis_sum(forest, basis, out):
+def forest_basis_sum(forest, lm, out):
     """The sum of all trees' terms ``basis_i . beta`` at the training rows into ``out``, trees in order 0..m-1
     for every row (as a basis forest's predictions add them)."""
     for i in range(out.shape[0]):
         out[i] = 0.0
     for j in range(forest.ints.shape[0]):
-        add_basis_fit(tree_of(forest, j), basis, out, 1.0)
+        add_basis_fit(tree_of(forest, j), lm, out, 1.0)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -121,21 +121,25 @@ class Chain:
     @classmethod
     def new(cls, codes: np.ndarray, m: int, *, alpha: float, beta: float, mu0, s2,
             split_weights: np.ndarray | None = None, threads: int = 1,
-            new_scratch: Callable[[], Any] | None = None, start: bool = True, basis: np.ndarray | None = None) -> Chain:
+            new_scratch: Callable[[], Any] | None = None, start: bool = True, basis: np.ndarray | None = None,
+            by_split: bool = False, slab: float = 1.0) -> Chain:
         """A chain on split codes ``codes`` (p, n) under the tree prior ``alpha``, ``beta`` and the leaf prior
         ``N(mu0, s2)``, the split variables weighted by ``split_weights`` (default: all 1); ``threads`` for the
         passes over long row ranges; ``new_scratch`` makes the sampler's scratch record (with a basis, one for
         leaf statistics of :attr:`Workspace.width`); ``start``: make the single-leaf trees now (:meth:`start`).
         ``basis`` (n, d): every leaf holds ``beta ~ N(mu0, diag(s2))`` (``mu0``, ``s2`` scalars or (d,)) and a
-        tree contributes ``basis_i . beta`` at row ``i``."""
+        tree contributes ``basis_i . beta`` at row ``i``. With ``by_split``, ``basis`` is ``(n, 1 + p)`` (ones, then
+        one column per covariate) and a leaf's basis is the ones and the covariate its parent splits on (``d = 2``),
+        its slope free with prior probability ``slab`` and otherwise zero
+        (:class:`~pymc_treesamplers.engine.records.BasisPseudo`)."""
         codes = np.asarray(codes)
         weights = np.ones(codes.shape[0]) if split_weights is None else split_weights
         data = split_data(codes, weights, threads)
         if basis is None:
             chain = cls(data, TreePrior(alpha, beta, mu0, s2), m, Workspace(codes.shape[1], new_scratch))
         else:
-            record = basis_pseudo(np.zeros(0), np.ones(1), basis, mu0, s2, threads)
-            d = record.basis.shape[1]
+            record = basis_pseudo(np.zeros(0), np.ones(1), basis, mu0, s2, threads, by_split, slab)
+            d = record.mu0.shape[0]
             # the scalar leaf fields are unused: the record carries the coefficients' prior
             chain = cls(data, TreePrior(alpha, beta, 0.0, 1.0), m,
                         Workspace(codes.shape[1], new_scratch, coefs=d, width=d + d * d), record)
@@ -165,7 +169,7 @@ class Chain:
         if self.basis is None:
             self.forest = Forest.empty(self.m, self.n, self.prior.mu0, perm=perm)
         else:
-            self.forest = Forest.empty(self.m, self.n, 0.0, perm=perm, coefs=self.basis.basis.shape[1])
+            self.forest = Forest.empty(self.m, self.n, 0.0, perm=perm, coefs=self.basis.mu0.shape[0])
             self.forest.floats[:, 0, COEF:] = self.basis.mu0  # every root at its coefficients' prior mean
         init_roots(self.forest.arrays(), self.data, self.prior.mu0)
         self.changed[:] = False
@@ -214,7 +218,7 @@ class Chain:
         """The sum of the trees at the training rows into ``out`` (n,) (the order of prediction's sums); on a
         basis chain, the sum of the trees' terms ``basis_i . beta``."""
         if self.basis is not None:
-            self.workspace.kernel(forest_basis_sum)(self.forest.arrays(), self.basis.basis, out)
+            self.workspace.kernel(forest_basis_sum)(self.forest.arrays(), self.basis, out)
             return
         with numba_threads(threads):
             self.workspace.kernel(forest_sum)(self.forest.arrays(), out, threads)
@@ -237,7 +241,7 @@ class Chain:
         predictions from the trace are then the coefficients (d, n_new)."""
         if self.basis is not None:
             pieces = []
-            for j in range(self.basis.basis.shape[1]):
+            for j in range(self.basis.mu0.shape[0]):
                 floats = self.forest.floats[..., :N_FLOAT_FIELDS].copy()
                 floats[..., VALUE] = self.forest.floats[..., COEF + j]
                 one = Forest(self.forest.ints, floats, self.forest.perm, self.forest.n_nodes)

@@ -5,8 +5,10 @@ A leaf model is the record a kernel passes where the Gaussian kernels pass their
 time. Every model answers three questions, over a vector of sufficient statistics of fixed width:
 
 * :func:`n_stats` ``(lm)``: the width;
-* :func:`range_stats` ``(lm, perm, s, e, out)``: the statistics of the rows ``perm[s:e]`` (written);
-  :func:`add_row` ``(lm, i, hist, k)``: row ``i``'s statistics added to row ``k`` of ``hist`` (histograms by code);
+* :func:`range_stats` ``(lm, perm, s, e, out, col)``: the statistics of the rows ``perm[s:e]`` (written);
+  :func:`add_row` ``(lm, i, hist, k, col)``: row ``i``'s statistics added to row ``k`` of ``hist`` (histograms by
+  code). ``col`` is the covariate the leaf's parent splits on (``-1`` at the root); only a basis chosen by the tree
+  reads it (:func:`col_dependent`), so a split's children and their parent may have statistics on different bases;
 * :func:`log_marginal` ``(prior, lm, stats)``: the leaf's log marginal likelihood, leaf parameters
   integrated out. Zero for empty statistics, so a tree's value is a sum over its leaves.
 
@@ -28,7 +30,7 @@ The models:
 >>> from pymc_treesamplers.engine.records import TreePrior
 >>> lm = class_counts(np.array([0, 1, 1]), np.ones(2))
 >>> stats = np.zeros(n_stats(lm))
->>> range_stats(lm, np.arange(3), 0, 3, stats)
+>>> range_stats(lm, np.arange(3), 0, 3, stats, -1)
 >>> stats.tolist(), round(float(log_marginal(TreePrior(0.95, 2.0, 0.0, 1.0), lm, stats)), 6)
 ([1.0, 2.0], -2.484907)
 """
@@ -104,8 +106,8 @@ def normal_gamma(y: np.ndarray, mu0: float, kappa0: float, a0: float, b0: float)
 
 
 def register_leaf_model(cls, width, rows, row, marginal):
-    """Register a leaf model record type: ``width(lm)``, ``rows(lm, perm, s, e, out)``,
-    ``row(lm, i, hist, k)`` and ``marginal(prior, lm, stats)`` (numba functions)."""
+    """Register a leaf model record type: ``width(lm)``, ``rows(lm, perm, s, e, out, col)``,
+    ``row(lm, i, hist, k, col)`` and ``marginal(prior, lm, stats)`` (numba functions)."""
     _MODELS[cls] = (width, rows, row, marginal)
 
 
@@ -121,15 +123,16 @@ def n_stats(lm):
     return _model(numba.typeof(lm))[0](lm)
 
 
-def range_stats(lm, perm, s, e, out):
-    """Sufficient statistics of the rows ``perm[s:e]`` written to ``out`` (compiled dispatch)."""
-    _model(numba.typeof(lm))[1](lm, perm, s, e, out)
+def range_stats(lm, perm, s, e, out, col):
+    """Sufficient statistics of the rows ``perm[s:e]`` of a leaf whose parent splits on ``col`` written to ``out``
+    (compiled dispatch)."""
+    _model(numba.typeof(lm))[1](lm, perm, s, e, out, col)
 
 
-def add_row(lm, i, hist, k):
-    """Row ``i``'s statistics added to row ``k`` of ``hist`` (compiled dispatch; no view per row: this is the
-    innermost loop of the optimal proposal)."""
-    _model(numba.typeof(lm))[2](lm, i, hist, k)
+def add_row(lm, i, hist, k, col):
+    """Row ``i``'s statistics (its leaf's parent splitting on ``col``) added to row ``k`` of ``hist`` (compiled
+    dispatch; no view per row: this is the innermost loop of the optimal proposal)."""
+    _model(numba.typeof(lm))[2](lm, i, hist, k, col)
 
 
 def log_marginal(prior, lm, stats):
@@ -144,15 +147,15 @@ def _n_stats(lm):
 
 
 @overload(range_stats, inline="always", jit_options=_JIT)
-def _range_stats(lm, perm, s, e, out):
+def _range_stats(lm, perm, s, e, out, col):
     fn = _model(lm)[1]
-    return lambda lm, perm, s, e, out: fn(lm, perm, s, e, out)
+    return lambda lm, perm, s, e, out, col: fn(lm, perm, s, e, out, col)
 
 
 @overload(add_row, inline="always", jit_options=_JIT)
-def _add_row(lm, i, hist, k):
+def _add_row(lm, i, hist, k, col):
     fn = _model(lm)[2]
-    return lambda lm, i, hist, k: fn(lm, i, hist, k)
+    return lambda lm, i, hist, k, col: fn(lm, i, hist, k, col)
 
 
 @overload(log_marginal, inline="always", jit_options=_JIT)
@@ -170,12 +173,12 @@ def _gauss_width(lm):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gauss_rows(lm, perm, s, e, out):
+def _gauss_rows(lm, perm, s, e, out, col):
     out[0], out[1] = leaf_suff(lm, perm, s, e)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _gauss_row(lm, i, hist, k):
+def _gauss_row(lm, i, hist, k, col):
     wi = row_weight(lm.w, i)
     hist[k, 0] += wi
     hist[k, 1] += wi * lm.r[i]
@@ -198,22 +201,30 @@ def add_fit(t, lm, sign):
     raise NotImplementedError("add_fit only runs inside numba kernels")
 
 
-def range_loglik(prior, lm, perm, s, e):
-    """Log marginal likelihood of one leaf holding the rows ``perm[s:e]`` of Gaussian pseudo-data (constant or
-    basis leaves; compiled dispatch). What the tree moves score a leaf with."""
+def range_loglik(prior, lm, perm, s, e, col):
+    """Log marginal likelihood of one leaf holding the rows ``perm[s:e]`` of Gaussian pseudo-data, its parent
+    splitting on ``col`` (constant or basis leaves; compiled dispatch). What the tree moves score a leaf with."""
     raise NotImplementedError("range_loglik only runs inside numba kernels")
 
 
-def split_logliks(prior, lm, perm, s, e, code_v, c):
+def split_logliks(prior, lm, perm, s, e, code_v, c, col_children, col_parent):
     """The rows ``perm[s:e]`` split at ``code_v <= c`` without moving them: ``(n_left, left, right, both)``, the
-    two sides' log marginal likelihoods and the whole range's (compiled dispatch)."""
+    two sides' log marginal likelihoods (their parent splitting on ``col_children``) and the whole range's as one
+    leaf (its parent splitting on ``col_parent``) (compiled dispatch)."""
     raise NotImplementedError("split_logliks only runs inside numba kernels")
 
 
-def children_logliks(prior, lm, perm, sa, ea, sb, eb):
-    """Log marginal likelihoods of two sibling leaves' rows ``perm[sa:ea]``, ``perm[sb:eb]`` and of their union
-    (compiled dispatch)."""
+def children_logliks(prior, lm, perm, sa, ea, sb, eb, col_children, col_parent):
+    """Log marginal likelihoods of two sibling leaves' rows ``perm[sa:ea]``, ``perm[sb:eb]`` and of their union as
+    one leaf (columns as :func:`split_logliks`; compiled dispatch)."""
     raise NotImplementedError("children_logliks only runs inside numba kernels")
+
+
+def col_dependent(lm):
+    """Whether the leaf model's statistics depend on the column its leaf's parent splits on (a basis chosen by the
+    tree): then a split's children cannot be scored as their parent's statistics minus a side's (compiled
+    dispatch; a constant ``False`` for every other model, so their kernels keep no such branch)."""
+    raise NotImplementedError("col_dependent only runs inside numba kernels")
 
 
 # Dispatch on the record's type; the constant leaves' branches are the code the moves ran before a basis
@@ -228,45 +239,54 @@ def _is_basis(lm):
 @overload(add_fit, inline="always", jit_options=_SHIM)
 def _add_fit(t, lm, sign):
     if _is_basis(lm):
-        return lambda t, lm, sign: add_basis_fit(t, lm.basis, lm.r, sign)
+        return lambda t, lm, sign: add_basis_fit(t, lm, lm.r, sign)
     return lambda t, lm, sign: add_tree(t, lm.r, sign, lm.threads)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _constant_range_loglik(prior, lm, perm, s, e):
+def _constant_range_loglik(prior, lm, perm, s, e, col):
     W, S = leaf_suff(lm, perm, s, e)
     return leaf_loglik(prior, W, S)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _constant_split_logliks(prior, lm, perm, s, e, code_v, c):
+def _constant_split_logliks(prior, lm, perm, s, e, code_v, c, col_children, col_parent):
     n_left, wa, sa, wb, sb = split_suff(lm.r, lm.w, perm, s, e, code_v, c, lm.threads)
     return n_left, leaf_loglik(prior, wa, sa), leaf_loglik(prior, wb, sb), leaf_loglik(prior, wa + wb, sa + sb)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _constant_children_logliks(prior, lm, perm, sa, ea, sb, eb):
+def _constant_children_logliks(prior, lm, perm, sa, ea, sb, eb, col_children, col_parent):
     wa, s_a = leaf_suff(lm, perm, sa, ea)
     wb, s_b = leaf_suff(lm, perm, sb, eb)
     return leaf_loglik(prior, wa, s_a), leaf_loglik(prior, wb, s_b), leaf_loglik(prior, wa + wb, s_a + s_b)
 
 
 @overload(range_loglik, inline="always", jit_options=_SHIM)
-def _range_loglik(prior, lm, perm, s, e):
+def _range_loglik(prior, lm, perm, s, e, col):
     fn = basis_range_loglik if _is_basis(lm) else _constant_range_loglik
-    return lambda prior, lm, perm, s, e: fn(prior, lm, perm, s, e)
+    return lambda prior, lm, perm, s, e, col: fn(prior, lm, perm, s, e, col)
 
 
 @overload(split_logliks, inline="always", jit_options=_SHIM)
-def _split_logliks(prior, lm, perm, s, e, code_v, c):
+def _split_logliks(prior, lm, perm, s, e, code_v, c, col_children, col_parent):
     fn = basis_split_logliks if _is_basis(lm) else _constant_split_logliks
-    return lambda prior, lm, perm, s, e, code_v, c: fn(prior, lm, perm, s, e, code_v, c)
+    return lambda prior, lm, perm, s, e, code_v, c, col_children, col_parent: fn(prior, lm, perm, s, e, code_v, c,
+                                                                                 col_children, col_parent)
 
 
 @overload(children_logliks, inline="always", jit_options=_SHIM)
-def _children_logliks(prior, lm, perm, sa, ea, sb, eb):
+def _children_logliks(prior, lm, perm, sa, ea, sb, eb, col_children, col_parent):
     fn = basis_children_logliks if _is_basis(lm) else _constant_children_logliks
-    return lambda prior, lm, perm, sa, ea, sb, eb: fn(prior, lm, perm, sa, ea, sb, eb)
+    return lambda prior, lm, perm, sa, ea, sb, eb, col_children, col_parent: fn(prior, lm, perm, sa, ea, sb, eb,
+                                                                                col_children, col_parent)
+
+
+@overload(col_dependent, inline="always", jit_options=_SHIM)
+def _col_dependent(lm):
+    if _is_basis(lm):
+        return lambda lm: lm.by_split
+    return lambda lm: False
 
 
 # --- Dirichlet-multinomial: stats = class counts ------------------------------------------------
@@ -278,14 +298,14 @@ def _dm_width(lm):
 
 
 @numba.njit(cache=True, nogil=True)
-def _dm_rows(lm, perm, s, e, out):
+def _dm_rows(lm, perm, s, e, out, col):
     out[:] = 0.0
     for q in range(s, e):
         out[lm.y[perm[q]]] += 1.0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _dm_row(lm, i, hist, k):
+def _dm_row(lm, i, hist, k, col):
     hist[k, lm.y[i]] += 1.0
 
 
@@ -313,7 +333,7 @@ def _ng_width(lm):
 
 
 @numba.njit(cache=True, nogil=True)
-def _ng_rows(lm, perm, s, e, out):
+def _ng_rows(lm, perm, s, e, out, col):
     a = 0.0
     b = 0.0
     for q in range(s, e):
@@ -326,7 +346,7 @@ def _ng_rows(lm, perm, s, e, out):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _ng_row(lm, i, hist, k):
+def _ng_row(lm, i, hist, k, col):
     v = lm.y[i]
     hist[k, 0] += 1.0
     hist[k, 1] += v

@@ -153,10 +153,11 @@ def rule_log_prob(logw_v, lwavail, n_cuts):
     return logw_v - lwavail - math.log(n_cuts)
 
 
-def sample_prior_tree(codes, wsplit, alpha, beta, rng):
+def sample_prior_tree(codes, wsplit, alpha, beta, rng, parents: bool = False):
     """Draw one tree from the prior on training codes (Python; used for prior predictive draws).
 
-    Returns the leaf index of every row, as an int array.
+    Returns the leaf index of every row, as an int array; with ``parents``, also the split column of each leaf's
+    parent (``-1`` for the root), by leaf index.
 
     >>> codes = np.array([[0, 1, 2, 3]], dtype=np.uint16)
     >>> sample_prior_tree(codes, np.ones(1), 0.95, 2.0, np.random.default_rng(0)).shape
@@ -168,10 +169,11 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng):
     leaf = np.zeros(n, dtype=np.int64)
     perm = np.arange(n, dtype=ROW_INT)
     scratch = np.zeros(codes.shape[0])
-    stack = [(0, n, 0)]
+    stack = [(0, n, 0, -1)]
     n_leaves = 0
+    parent = []
     while stack:
-        s, e, d = stack.pop()
+        s, e, d, up = stack.pop()
         lw = node_log_avail(data, perm, s, e)
         if lw > NEG_INF and rng.random() < alpha * (1.0 + d) ** (-beta):
             v, c, _ = draw_split_rule(rng, data, perm, s, e, scratch)
@@ -179,9 +181,10 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng):
             left = codes[v, seg] <= c
             perm[s:e] = np.concatenate([seg[left], seg[~left]])
             nl = int(left.sum())
-            stack.append((s + nl, e, d + 1))
-            stack.append((s, s + nl, d + 1))
+            stack.append((s + nl, e, d + 1, v))
+            stack.append((s, s + nl, d + 1, v))
         else:
             leaf[perm[s:e]] = n_leaves
+            parent.append(up)
             n_leaves += 1
-    return leaf
+    return (leaf, np.array(parent, dtype=np.int64)) if parents else leaf

@@ -20,6 +20,7 @@ on it to a field load, and a kernel specialises once per record type, not per ar
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba
@@ -81,6 +82,12 @@ class BasisPseudo(NamedTuple):
     the leaf algebra's scratch (one leaf, or one split's two sides and their union, at a time). The weights are
     called ``weight``, not ``w``, on purpose: a kernel written for constant leaves reads ``pseudo.w`` and so fails
     to compile on this record instead of ignoring the basis.
+
+    ``by_split``: the basis depends on the tree. Then ``basis`` is ``(n, 1 + p)``, ones and then one column per
+    covariate, and a leaf whose parent splits on covariate ``v`` has the basis ``[1, basis[:, 1 + v]]`` (``[1, 0]``
+    at the root): a line in the covariate its parent chose (:mod:`.basisleaf`, ``d = 2``). ``log_slab`` and
+    ``log_spike``: the log prior probabilities that a leaf's coefficients after the first are free or zero (a
+    spike and slab over the leaf's type; ``0`` and ``-inf``: always free).
     """
 
     r: np.ndarray
@@ -92,21 +99,33 @@ class BasisPseudo(NamedTuple):
     chol: np.ndarray
     vec: np.ndarray
     stats: np.ndarray
+    by_split: bool
+    log_slab: float
+    log_spike: float
 
 
-def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1) -> BasisPseudo:
+def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1, by_split: bool = False,
+                 slab: float = 1.0) -> BasisPseudo:
     """A :class:`BasisPseudo` from the residual, the weights, the basis (n, d) and the leaf prior (scalars or (d,)).
+    With ``by_split``, ``basis`` is ``(n, 1 + p)`` (ones, then a column per covariate), each leaf's basis is the ones
+    and its parent's covariate, and ``slab`` is the prior probability that a leaf's slope is free (else 0).
 
     >>> bp = basis_pseudo(np.zeros(3), np.ones(1), np.ones((3, 2)), 0.0, 1.0)
     >>> bp.mu0.tolist(), bp.chol.shape
     ([0.0, 0.0], (2, 2))
+    >>> basis_pseudo(np.zeros(3), np.ones(1), np.ones((3, 4)), 0.0, 1.0, by_split=True, slab=0.5).stats.shape
+    (3, 6)
     """
     basis = np.ascontiguousarray(basis, dtype=np.float64)
-    d = basis.shape[1]
+    d = 2 if by_split else basis.shape[1]
+    if not 0.0 < slab <= 1.0:
+        raise ValueError(f"slab must be in (0, 1], got {slab}")
     mu0 = np.ascontiguousarray(np.broadcast_to(np.asarray(mu0, dtype=np.float64), (d,)))
     s2 = np.ascontiguousarray(np.broadcast_to(np.asarray(s2, dtype=np.float64), (d,)))
+    log_spike = math.log1p(-slab) if slab < 1.0 else -math.inf
     return BasisPseudo(r, np.ascontiguousarray(weight, dtype=np.float64), basis, mu0, s2, int(threads),
-                       np.zeros((d, d)), np.zeros(d), np.zeros((3, d + d * d)))
+                       np.zeros((d, d)), np.zeros(d), np.zeros((3, d + d * d)), bool(by_split), math.log(slab),
+                       log_spike)
 
 
 class Tree(NamedTuple):

@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .leaves import add_row, log_marginal, range_stats
+from .leaves import add_row, col_dependent, log_marginal, range_stats
 from .nodes import (
     CUT,
     DEPTH,
@@ -98,7 +98,8 @@ class ProposalScratch(NamedTuple):
     """Buffers of the proposals: per-variable weights, per-code presence flags and statistics
     histograms, left-child statistics, and the optimal proposal's table of log option weights (stop;
     every gap of every variable) with the first ``hi[r]`` entries of row ``r`` in use and the cuts
-    ``[glo, ghi)`` of each gap."""
+    ``[glo, ghi)`` of each gap; ``total``: a node's statistics on a variable's basis, where the leaf model's
+    statistics depend on the column (:func:`~pymc_treesamplers.engine.leaves.col_dependent`)."""
 
     scratch_p: np.ndarray
     present: np.ndarray
@@ -109,6 +110,7 @@ class ProposalScratch(NamedTuple):
     hi: np.ndarray
     glo: np.ndarray
     ghi: np.ndarray
+    total: np.ndarray
 
 
 def new_particles(C: int, n: int, width: int = 2) -> Particles:
@@ -126,7 +128,8 @@ def new_proposal_scratch(codes: np.ndarray, width: int = 2) -> ProposalScratch:
     size = int(codes.max(initial=0)) + 2
     return ProposalScratch(np.empty(p), np.zeros(size, dtype=np.bool_), np.empty((size, width)), np.empty(width),
                            np.empty(width), np.empty((1 + p, size)), np.zeros(1 + p, dtype=np.int64),
-                           np.zeros((1 + p, size), dtype=np.int64), np.zeros((1 + p, size), dtype=np.int64))
+                           np.zeros((1 + p, size), dtype=np.int64), np.zeros((1 + p, size), dtype=np.int64),
+                           np.empty(width))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -136,9 +139,9 @@ def particle(P, c):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _node_stats(P, c, u, lm, perm, s, e, prior):
+def _node_stats(P, c, u, lm, perm, s, e, prior, col):
     st = P.stats[c, u]
-    range_stats(lm, perm, s, e, st[1:])
+    range_stats(lm, perm, s, e, st[1:], col)
     st[L_] = log_marginal(prior, lm, st[1:])
 
 
@@ -148,8 +151,8 @@ def _split(P, c, u, v, cut, n_cuts, data, prior, lm):
     t = particle(P, c)
     a = P.nn[c]
     mid = split_leaf(t, u, v, cut, n_cuts, data)
-    _node_stats(P, c, a, lm, t.perm, t.ints[u, START], mid, prior)
-    _node_stats(P, c, a + 1, lm, t.perm, mid, t.ints[u, END], prior)
+    _node_stats(P, c, a, lm, t.perm, t.ints[u, START], mid, prior, v)
+    _node_stats(P, c, a + 1, lm, t.perm, mid, t.ints[u, END], prior, v)
     return P.stats[c, a, L_] + P.stats[c, a + 1, L_] - P.stats[c, u, L_]
 
 
@@ -217,6 +220,7 @@ def _optimal_options(P, c, u, perm, s, e, d, lwavail, data, prior, lm, sc):
     parent = P.stats[c, u]
     l_parent = parent[L_]
     lsplit = log_psplit(prior, d)
+    dep = col_dependent(lm)
     for v in range(data.codes.shape[0]):
         if data.wsplit[v] <= 0.0:
             continue
@@ -233,11 +237,17 @@ def _optimal_options(P, c, u, perm, s, e, d, lwavail, data, prior, lm, sc):
                     mn = code
                 elif code > mx:
                     mx = code
-            add_row(lm, i, hist, code)
+            add_row(lm, i, hist, code, v)
         if mx == mn:
             present[mn] = False
             continue
         base = lsplit + data.logw[v] - lwavail - math.log(mx - mn)
+        if dep:  # the children's statistics are on v's basis, the parent's on its own
+            sc.total[:] = 0.0
+            for code in range(mn, mx + 1):
+                if present[code]:
+                    for f in range(width):
+                        sc.total[f] += hist[code, f]
         left[:] = 0.0
         r = 1 + v
         k = 0
@@ -248,7 +258,7 @@ def _optimal_options(P, c, u, perm, s, e, d, lwavail, data, prior, lm, sc):
             present[code] = False
             for f in range(width):
                 left[f] += hist[prev, f]
-                right[f] = parent[1 + f] - left[f]
+                right[f] = (sc.total[f] if dep else parent[1 + f]) - left[f]
             lr = log_marginal(prior, lm, left) + log_marginal(prior, lm, right) - l_parent
             x = base + math.log(code - prev) + lr
             opt[r, k] = x
@@ -470,7 +480,7 @@ def smc_init(P, C, root, prior, lm):
     its root: its row order and available split weight are taken), scored by the leaf model ``lm``.
     The root's statistics are one pass, shared: every particle starts from the same rows."""
     n = root.perm.shape[0]
-    _node_stats(P, 0, ROOT, lm, root.perm, ROOT, NODE_INT(n), prior)
+    _node_stats(P, 0, ROOT, lm, root.perm, ROOT, NODE_INT(n), prior, NO_NODE)
     for c in range(C):
         set_leaf(particle(P, c), ROOT, NO_NODE, ROOT, ROOT, NODE_INT(n), root.floats[0, LWAVAIL])
         copy_perm(root, particle(P, c))

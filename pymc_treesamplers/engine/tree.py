@@ -26,6 +26,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from .basisleaf import parent_var
 from .gaussian import leaf_draw, leaf_loglik
 from .leaves import children_logliks, range_loglik, split_logliks
 from .nodes import (
@@ -366,13 +367,25 @@ def subtree_log_post(t, prior, pseudo, k, order, top_rule, split_probs):
         u = order[q]
         d = ti[u, DEPTH]
         if ti[u, LEFT] < 0:
-            total += range_loglik(prior, pseudo, t.perm, ti[u, START], ti[u, END]) + leaf_log_prior(prior, d,
-                                                                                                  tf[u, LWAVAIL])
+            total += range_loglik(prior, pseudo, t.perm, ti[u, START], ti[u, END], parent_var(ti, u)) + leaf_log_prior(
+                prior, d, tf[u, LWAVAIL])
         else:
             if u != k or top_rule:
                 total += tf[u, RULELP]
             if split_probs:
                 total += log_psplit(prior, d)
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def leaves_loglik(t, prior, pseudo):
+    """The sum of every leaf's log marginal likelihood: what a move that keeps the partition changes when the
+    leaves' basis is the tree's (:func:`~pymc_treesamplers.engine.leaves.col_dependent`)."""
+    ti = t.ints
+    total = 0.0
+    for u in range(t.nn[0]):
+        if ti[u, LEFT] < 0:
+            total += range_loglik(prior, pseudo, t.perm, ti[u, START], ti[u, END], parent_var(ti, u))
     return total
 
 
@@ -399,7 +412,8 @@ def rule_change_bound(t, data, prior, pseudo, k, top_rule):
     v = ti[k, VAR]
     bound = data.logw[v] - tf[k, LWAVAIL] if top_rule else 0.0  # k's rows, so its availability, do not change
     if ti[a, LEFT] < 0 and ti[b, LEFT] < 0:
-        n_left, left, right, _ = split_logliks(prior, pseudo, t.perm, s, e, data.codes[v], ti[k, CUT])
+        n_left, left, right, _ = split_logliks(prior, pseudo, t.perm, s, e, data.codes[v], ti[k, CUT], v,
+                                               parent_var(ti, k))
         if n_left == 0 or n_left == e - s:
             return False, 0.0
         return True, bound + left + right
@@ -499,7 +513,8 @@ def split_log_ratio(t, prior, pseudo, k):
     tf = t.floats
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
-    left, right, both = children_logliks(prior, pseudo, t.perm, ti[a, START], ti[a, END], ti[b, START], ti[b, END])
+    left, right, both = children_logliks(prior, pseudo, t.perm, ti[a, START], ti[a, END], ti[b, START], ti[b, END],
+                                         ti[k, VAR], parent_var(ti, k))
     return split_log_prior_ratio(prior, ti[k, DEPTH], tf[a, LWAVAIL], tf[b, LWAVAIL]) + (left + right - both)
 
 

@@ -498,17 +498,18 @@ class BasisFamilyLik(NamedTuple):
 def _basis_family_pseudo(lik, j, tree):
     fam = lik.family
     fam.g[:] = 0.0
-    add_basis_fit(tree, lik.leaves.basis, fam.g, 1.0)
+    add_basis_fit(tree, lik.leaves, fam.g, 1.0)
     fam.acc[0] = _centred_rows(fam, False)
     b = lik.leaves
-    return BasisPseudo(fam.r, fam.w, b.basis, b.mu0, b.s2, b.threads, b.chol, b.vec, b.stats)
+    return BasisPseudo(fam.r, fam.w, b.basis, b.mu0, b.s2, b.threads, b.chol, b.vec, b.stats, b.by_split, b.log_slab,
+                       b.log_spike)
 
 
 @numba.njit(cache=True, nogil=True)
 def _basis_family_accept(rng, lik, j, old, new, pseudo):
     fam = lik.family
     fam.gnew[:] = 0.0
-    add_basis_fit(new, lik.leaves.basis, fam.gnew, 1.0)
+    add_basis_fit(new, lik.leaves, fam.gnew, 1.0)
     return _accept_fit(rng, fam, new)
 
 

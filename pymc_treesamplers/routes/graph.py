@@ -40,8 +40,9 @@ import numba
 import numpy as np
 import pytensor
 
-from ..engine.driver import register_likelihood
-from ..engine.records import Pseudo
+from ..engine.basisleaf import add_basis_fit, draw_basis_leaves
+from ..engine.driver import register_basis_record, register_likelihood
+from ..engine.records import BasisPseudo, Pseudo
 from ..engine.tree import add_tree
 from .correction import CENTER_MAX, CENTER_STEPS, CENTER_TOL, metropolis, score_info, set_working_row
 from .family import score_root
@@ -115,12 +116,11 @@ def graph_lik(key: int, mu0: float, f, s2: float = 1.0, native: NativeGraph | No
 
 
 @numba.njit(cache=True)
-def _pseudo(lik, j, tree):
+def _expand(lik):
     # expanded at the other trees' fit plus the constant that fits best there, as families.py's
-    # _centred_rows: one host call per Newton step, one when the leaf prior mean is already good
+    # _centred_rows: one host call per Newton step, one when the leaf prior mean is already good; the tree's
+    # fit is in lik.g
     g = lik.g
-    g[:] = 0.0
-    add_tree(tree, g, 1.0)
     prec0 = 1.0 / lik.s2
     sd = math.sqrt(lik.s2)
     c = lik.mu0
@@ -140,18 +140,31 @@ def _pseudo(lik, j, tree):
         if not (abs(step) >= CENTER_TOL * sd) or it == CENTER_STEPS - 1:
             break
         c += max(-CENTER_MAX * sd, min(CENTER_MAX * sd, step))
+
+
+@numba.njit(cache=True)
+def _pseudo(lik, j, tree):
+    lik.g[:] = 0.0
+    add_tree(tree, lik.g, 1.0)
+    _expand(lik)
     return Pseudo(lik.r, lik.w, 1)
 
 
 @numba.njit(cache=True)
-def _accept(rng, lik, j, old, new, pseudo):
-    # the proposal's fit from its leaves, not z - r (families.py's _accept says why)
+def _accept_start(lik):
+    """The working part of the log acceptance ratio, and ``x`` set to the other trees' fit (the proposal's is
+    added to it from its leaves, not as z - r: families.py's _accept says why)."""
     work = 0.0
     for i in range(lik.f.shape[0]):
         d_old = lik.z[i] - lik.g[i]
         lik.x[i] = lik.f[i] - lik.g[i]
         work += 0.5 * lik.w[i] * (lik.r[i] * lik.r[i] - d_old * d_old)
-    add_tree(new, lik.x, 1.0)
+    return work
+
+
+@numba.njit(cache=True)
+def _accept_end(rng, lik, work):
+    """Accept the proposal whose whole fit is in ``x``, by the likelihood there and ``work``."""
     if lik.fns[0] != 0:
         lik.ll_new[0] = graph_loglik(lik.fns, lik.x, lik.theta)
     else:
@@ -166,7 +179,50 @@ def _accept(rng, lik, j, old, new, pseudo):
     return True
 
 
+@numba.njit(cache=True)
+def _accept(rng, lik, j, old, new, pseudo):
+    work = _accept_start(lik)
+    add_tree(new, lik.x, 1.0)
+    return _accept_end(rng, lik, work)
+
+
 register_likelihood(GraphLik, _pseudo, _accept)
+
+
+class BasisGraphLik(NamedTuple):
+    """A :class:`GraphLik` for a tree whose leaves hold coefficient vectors on a basis: the same working model and
+    correction, the tree's fit read from its coefficients and the chain's ``leaves`` record (the basis and the
+    coefficients' prior, whose residual and weights are the graph's working ones)."""
+
+    graph: GraphLik
+    leaves: BasisPseudo
+
+
+@numba.njit(cache=True)
+def _basis_pseudo(lik, j, tree):
+    gl = lik.graph
+    gl.g[:] = 0.0
+    add_basis_fit(tree, lik.leaves, gl.g, 1.0)
+    _expand(gl)
+    b = lik.leaves
+    return BasisPseudo(gl.r, gl.w, b.basis, b.mu0, b.s2, b.threads, b.chol, b.vec, b.stats, b.by_split, b.log_slab,
+                       b.log_spike)
+
+
+@numba.njit(cache=True)
+def _basis_accept(rng, lik, j, old, new, pseudo):
+    work = _accept_start(lik.graph)
+    add_basis_fit(new, lik.leaves, lik.graph.x, 1.0)
+    return _accept_end(rng, lik.graph, work)
+
+
+@numba.njit(cache=True)
+def _basis_leaves(rng, lik, t, prior, pseudo):
+    draw_basis_leaves(rng, t, prior, pseudo)
+
+
+register_likelihood(BasisGraphLik, _basis_pseudo, _basis_accept, _basis_leaves)
+register_basis_record(GraphLik, BasisGraphLik)
 
 
 class GraphWorkingModel:

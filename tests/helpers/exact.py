@@ -200,13 +200,16 @@ def _log_masses(codes, r, w, alpha, beta, mu0, sigma_mu, split_weights, leaf_ter
 
 
 def exact_tree_posterior(codes, r, w, alpha: float, beta: float, mu0: float, sigma_mu: float,
-                         split_weights=None) -> dict[tuple, float]:
+                         split_weights=None, parent_leaf_term=None) -> dict[tuple, float]:
     """Exact posterior probability of every *tree* (not partition), by enumeration.
 
     A tree's key is its preorder rule sequence: ``(v, c)`` for a split, ``-1`` for a leaf, left
     subtree first; trees with the same partition but other rules, other cuts in the same gap or
     another order of splits are different keys. This is what a move that keeps the partition and
     changes the tree (a restructure) must get right; partition tests cannot see it.
+    ``parent_leaf_term(rows, v) -> float`` replaces the Gaussian leaf term by one that also depends on the
+    variable ``v`` the leaf's parent splits on (``-1`` for the root): leaves on a basis chosen by the tree
+    (:func:`split_basis_term`).
 
     Example:
         >>> post = exact_tree_posterior([[0], [1]], [0.0, 0.0], [0.0, 0.0], 0.9, 2.0, 0.0, 1.0)
@@ -218,9 +221,12 @@ def exact_tree_posterior(codes, r, w, alpha: float, beta: float, mu0: float, sig
     r = np.asarray(r, dtype=float)
     w = np.asarray(w, dtype=float)
 
-    def node(rows: tuple[int, ...], depth: int) -> dict[tuple, float]:
+    def node(rows: tuple[int, ...], depth: int, parent: int = -1) -> dict[tuple, float]:
         idx = np.array(rows, dtype=np.int64)
-        leaf = leaf_loglik(float(w[idx].sum()), float((w[idx] * r[idx]).sum()), mu0, sigma_mu)
+        if parent_leaf_term is not None:
+            leaf = parent_leaf_term(idx, parent)
+        else:
+            leaf = leaf_loglik(float(w[idx].sum()), float((w[idx] * r[idx]).sum()), mu0, sigma_mu)
         sub = codes[idx]
         lo, hi = sub.min(axis=0), sub.max(axis=0)
         avail = [v for v in range(p) if hi[v] > lo[v] and weights[v] > 0]
@@ -234,8 +240,8 @@ def exact_tree_posterior(codes, r, w, alpha: float, beta: float, mu0: float, sig
             for c in range(lo[v], hi[v]):
                 left = tuple(i for i in rows if codes[i, v] <= c)
                 right = tuple(i for i in rows if codes[i, v] > c)
-                right_dist = node(right, depth + 1)
-                for lk, lm in node(left, depth + 1).items():
+                right_dist = node(right, depth + 1, v)
+                for lk, lm in node(left, depth + 1, v).items():
                     for rk, rm in right_dist.items():
                         out[((v, c), *lk, *rk)] = log_vc + lm + rm
         return out
@@ -370,6 +376,105 @@ def basis_leaf_term(r, w, basis, mu0, sigma_mu) -> Callable[[np.ndarray], float]
         return _gaussian_logpdf(r[rows], b @ m0, cov)
 
     return term
+
+
+def split_basis_term(r, w, z, mu0, sigma_mu, slab: float = 1.0) -> Callable[[np.ndarray, int], float]:
+    """``parent_leaf_term`` of leaves on a basis chosen by the tree: a leaf whose parent splits on ``v`` holds an
+    intercept and a slope on ``z[:, v]`` (``z`` (n, p); no slope column at the root), ``N(mu0, sigma_mu^2)`` each
+    (two values), its rows' density written out as :func:`basis_leaf_term`; with ``slab < 1`` the slope is 0 with
+    prior probability ``1 - slab``, the mixture of the two densities.
+
+    Example:
+        >>> term = split_basis_term([0.0], [1.0], [[2.0]], [0.0, 0.0], [1.0, 1.0])
+        >>> round(term(np.array([0]), -1), 6) == round(-0.5 * math.log(2 * math.pi * 2.0), 6)
+        True
+    """
+    r, w, z = np.asarray(r, dtype=float), np.asarray(w, dtype=float), np.asarray(z, dtype=float)
+    m0 = np.broadcast_to(np.asarray(mu0, dtype=float), (2,))
+    sd = np.broadcast_to(np.asarray(sigma_mu, dtype=float), (2,))
+    intercept = basis_leaf_term(r, w, np.ones(len(r)), m0[0], sd[0])
+    lines = [basis_leaf_term(r, w, np.column_stack([np.ones(len(r)), z[:, v]]), m0, sd) for v in range(z.shape[1])]
+
+    def term(rows: np.ndarray, v: int) -> float:
+        full = intercept(rows) if v < 0 else lines[v](rows)  # at the root the slope has no column
+        if slab >= 1.0:
+            return full
+        return float(np.logaddexp(math.log(slab) + full, math.log1p(-slab) + intercept(rows)))
+
+    return term
+
+
+def leaf_structure(tree_key: tuple, codes) -> tuple:
+    """A tree's leaves as ``((rows...), parent variable)`` pairs, sorted: what the likelihood of leaves on a basis
+    chosen by the tree depends on (the partition and each leaf's parent's variable). ``tree_key`` as
+    :func:`exact_tree_posterior`'s.
+
+    Example:
+        >>> leaf_structure(((0, 0), -1, -1), [[0], [1]])
+        (((0,), 0), ((1,), 0))
+    """
+    codes = np.asarray(codes)
+    out = []
+    pos = 0
+
+    def walk(rows, parent):
+        nonlocal pos
+        item = tree_key[pos]
+        pos += 1
+        if item == -1:
+            out.append((tuple(sorted(rows)), parent))
+            return
+        v, c = item
+        walk([i for i in rows if codes[i, v] <= c], v)
+        walk([i for i in rows if codes[i, v] > c], v)
+
+    walk(list(range(codes.shape[0])), -1)
+    return tuple(sorted(out))
+
+
+def exact_split_basis_pair_posterior(codes, r, w, z, alpha: float, beta: float, mu0, sigma_mu) -> dict:
+    """Exact posterior of the :func:`leaf_structure` pair of a sum of two trees whose leaves hold an intercept and a
+    slope on the covariate of their parent's split (:func:`split_basis_term`, every slope free), by enumeration:
+    given the two structures ``r`` is Gaussian with mean ``sum_k B_k mu0`` and covariance
+    ``diag(1 / w) + sum_k B_k S0 B_k^T``, ``B_k`` the rows' basis values in tree ``k`` (a row's ``(1, z_iv)``,
+    ``v`` its leaf's parent's variable) and leaves independent.
+
+    Example:
+        >>> post = exact_split_basis_pair_posterior([[0], [1]], [0.0, 1.0], [1.0, 1.0], [[0.0], [1.0]], 0.5, 2.0,
+        ...                                         [0.0, 0.0], [1.0, 1.0])
+        >>> len(post), round(sum(post.values()), 12)
+        (4, 1.0)
+    """
+    codes = np.asarray(codes)
+    n = codes.shape[0]
+    r, w, z = np.asarray(r, dtype=float), np.asarray(w, dtype=float), np.asarray(z, dtype=float)
+    flat = exact_tree_posterior(codes, np.zeros(n), np.zeros(n), alpha, beta, 0.0, 1.0)  # the tree prior
+    prior: dict[tuple, float] = {}
+    for key, mass in flat.items():
+        s = leaf_structure(key, codes)
+        prior[s] = prior.get(s, 0.0) + mass
+    m0 = np.broadcast_to(np.asarray(mu0, dtype=float), (2,))
+    s2 = np.broadcast_to(np.asarray(sigma_mu, dtype=float) ** 2, (2,))
+
+    def moments(structure):
+        mean = np.zeros(n)
+        cov = np.zeros((n, n))
+        for rows, v in structure:
+            idx = np.array(rows)
+            slope = z[idx, v] if v >= 0 else np.zeros(len(idx))
+            mean[idx] = m0[0] + m0[1] * slope
+            cov[np.ix_(idx, idx)] = s2[0] + s2[1] * np.outer(slope, slope)
+        return mean, cov
+
+    mom = {s: moments(s) for s in prior}
+    base = np.diag(1.0 / w)
+    log_post = {}
+    for s1, p1 in prior.items():
+        for t2, p2 in prior.items():
+            cov = base + mom[s1][1] + mom[t2][1]
+            log_post[(s1, t2)] = math.log(p1) + math.log(p2) + _gaussian_logpdf(r, mom[s1][0] + mom[t2][0], cov)
+    log_z = _log_sum(log_post.values())
+    return {k: math.exp(v - log_z) for k, v in log_post.items()}
 
 
 def exact_pair_posterior(
@@ -565,6 +670,34 @@ def quadrature_leaf_term(row_loglik: Callable[[np.ndarray, float], float], mu0: 
         vals = row_loglik(rows, grid) + log_prior + log_w
         top = vals.max()
         return float(top + np.log(np.exp(vals - top).sum()))
+
+    return term
+
+
+def quadrature_basis_term(row_loglik: Callable[[int, np.ndarray], np.ndarray], basis, mu0, sd, grid: int = 241,
+                          width: float = 7.0) -> Callable[[np.ndarray], float]:
+    """``leaf_term`` of leaves holding two coefficients on a basis (n, 2) under any row likelihood
+    ``row_loglik(i, eta)`` with ``eta_i = basis_i . beta``, ``beta ~ N(mu0, diag(sd^2))``: two-dimensional
+    quadrature (a product trapezoid rule over +-``width`` sd).
+
+    Example:
+        >>> term = quadrature_basis_term(lambda i, eta: 0.0 * eta, np.ones((1, 2)), [0.0, 0.0], [1.0, 1.0])
+        >>> abs(term(np.array([0]))) < 1e-6  # a flat likelihood: the prior's mass, 1
+        True
+    """
+    u = np.linspace(-width, width, grid)
+    mu0, sd = np.broadcast_to(np.asarray(mu0, float), (2,)), np.broadcast_to(np.asarray(sd, float), (2,))
+    basis = np.asarray(basis, dtype=float)
+    b0, b1 = np.meshgrid(mu0[0] + sd[0] * u, mu0[1] + sd[1] * u, indexing="ij")
+    log_prior = -0.5 * (u[:, None] ** 2 + u[None, :] ** 2) - math.log(2 * math.pi)
+    cell = math.log((u[1] - u[0]) ** 2)
+
+    def term(rows: np.ndarray) -> float:
+        ll = log_prior.copy()
+        for i in rows:
+            ll = ll + row_loglik(i, basis[i, 0] * b0 + basis[i, 1] * b1)
+        top = ll.max()
+        return float(top + math.log(np.exp(ll - top).sum()) + cell)
 
     return term
 

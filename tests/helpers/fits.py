@@ -27,18 +27,43 @@ def fit_friedman(step_cls=None, options=None, seed=1, chains=2, cores=1, draws=5
     return model, X, idata
 
 
-def forest_partition_keys(idata, var, codes, thin):
+def forest_partition_keys(idata, var, codes, thin, parents=False):
     """Each kept draw's row partition per tree, read from the stored forests of ``var`` (one chain, every
     ``thin``-th draw): a tuple of one :func:`~tests.helpers.exact.partition_key` per tree. A forest on a basis of
-    several columns is stored as one forest per coefficient, the same trees: the first is read."""
+    several columns is stored as one forest per coefficient, the same trees: the first is read. With ``parents``,
+    each tree's :func:`~tests.helpers.exact.leaf_structure` instead (the rows and parent's covariate of each leaf)."""
     X = _extended(np.ascontiguousarray(codes, dtype=float))
     keys = []
     for text in idata.sample_stats[f"{var}_forest"].values.reshape(-1)[::thin]:
         p, counts, vars_, vals = decode_forest(str(text).split(",")[0])
         leaf = np.empty((counts.shape[0], X.shape[0]), dtype=np.int64)
         leaf_positions(counts, vars_, vals, X, leaf, 2 * p)
-        keys.append(tuple(partition_key(row) for row in leaf))
+        if not parents:
+            keys.append(tuple(partition_key(row) for row in leaf))
+            continue
+        up = _preorder_parents(counts, vars_)
+        keys.append(tuple(tuple(sorted((tuple(int(i) for i in np.flatnonzero(row == k)),
+                                        int(vars_[up[k]] % p) if up[k] >= 0 else -1) for k in np.unique(row)))
+                          for row in leaf))
     return keys
+
+
+def _preorder_parents(counts, vars_):
+    """The parent's position of every node of preorder trees (``-1`` for a root)."""
+    up = np.full(vars_.shape[0], -1)
+    start = 0
+    for c in counts:
+        stack = []  # internal nodes still missing a child: [position, children seen]
+        for k in range(start, start + c):
+            if stack:
+                up[k] = stack[-1][0]
+                stack[-1][1] += 1
+                if stack[-1][1] == 2:
+                    stack.pop()
+            if vars_[k] >= 0:
+                stack.append([k, 0])
+        start += c
+    return up
 
 
 def assert_state_resumes(model, step, var: str):

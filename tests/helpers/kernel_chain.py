@@ -20,8 +20,11 @@ from pymc_treesamplers.engine.driver import SWEEP_DONE, new_scratch_tree, sweep
 from pymc_treesamplers.engine.forest import Forest, forest_sum, init_roots
 from pymc_treesamplers.engine.nodes import CUT, END, FALSE, LEFT, ROOT, START, VAR
 from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
+from pymc_treesamplers.engine.smc import PROPOSAL_OPTIMAL, PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC, SMCOptions
 from pymc_treesamplers.engine.tree import subtree_nodes
-from pymc_treesamplers.engine.updates.ct import CTScratch
+from pymc_treesamplers.engine.updates.ct import CTScratch, new_ct_scratch
+from pymc_treesamplers.engine.updates.gfr import new_gfr_scratch
+from pymc_treesamplers.engine.updates.pg import new_pg_scratch
 from pymc_treesamplers.routes.augment import Augmented, augment_pseudo
 from pymc_treesamplers.routes.families import family_lik
 from pymc_treesamplers.testing import UntiltedAugmented, untilted_augment_pseudo
@@ -172,7 +175,7 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     if counts is not None and hasattr(lik, "counts"):
         counts.extend(lik.counts.tolist())
     if tree_keys:
-        keys = [tuple(-1 if v < 0 else (int(v), int(c)) for v, c in row if v > -2) for row in rules]
+        keys = rule_keys(rules)
     elif m == 1:
         keys = [partition_key(row[0]) for row in labels]
     else:
@@ -210,3 +213,46 @@ def coding_tv(s, X, r, stated, stated_weights, thin=None, codes=None, weights=No
         codes, weights = step_split_columns(X, r, s.step)
     keys = chain_draws(s.step, s.options, codes, r, w, n_draws, thin or default_thin, seed, split_weights=weights)
     return tv_distance(exact, empirical(keys)), tv_threshold(exact, n_draws)
+
+
+def sampler_scratch(sampler, codes, m, width):
+    """The scratch record of ``sampler`` (one of ``cgm``, ``growprune``, ``reshape``, ``pg-prior``, ``pg-optimal``,
+    ``ct``, ``ct-rotate-change``, ``gfr``) on split codes (p, n): the step's own (its moves' buffers hold no leaf
+    statistics), or, for the samplers that keep leaf statistics (Particle Gibbs's particles, CT's per-code sums,
+    GFR), one with room for ``width`` of them."""
+    if sampler.startswith("pg"):
+        opts = SMCOptions(10, PROPOSAL_OPTIMAL if sampler == "pg-optimal" else PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC,
+                          1.0, 1000)
+        return new_pg_scratch(opts, codes, m, width=width)
+    if sampler == "ct":
+        return new_ct_scratch(codes, m, 1.0, 0, 0, width=width)
+    if sampler == "ct-rotate-change":
+        return new_ct_scratch(codes, m, 0.5, 1, 1, width=width)
+    if sampler == "gfr":
+        return new_gfr_scratch(codes, width=width)
+    step_cls = {"cgm": pmt.CGMStep, "growprune": pmt.GrowPruneStep, "reshape": pmt.ReshapeStep}[sampler]
+    return make_step(step_cls, {}, codes.shape[1], codes.shape[0], m)._new_scratch(codes, m)
+
+
+def leaf_model_chain(sampler, codes_np, prior, lik, n_draws, thin, seed, m=1, rules=False):
+    """A chain of ``m`` trees of ``sampler`` on the fixed pseudo-data record ``lik`` (constant leaves' ``Pseudo`` or a
+    ``BasisPseudo``: the record is the running residual, the forest starts with every leaf at 0). Returns every
+    kept draw's leaf labels (n_draws, m, n), tree 0's preorder rules (n_draws, 2n + 1, 2) when ``rules`` (else
+    empty) and the last forest."""
+    codes = np.ascontiguousarray(np.asarray(codes_np).T)
+    p, n = codes.shape
+    data = split_data(codes, np.ones(p))
+    d = lik.mu0.shape[0] if hasattr(lik, "basis") else 0
+    forest = Forest.empty(m, n, cap=4 * n, coefs=d)
+    init_roots(forest.arrays(), data, 0.0)
+    sk = sampler_scratch(sampler, data.codes, m, d + d * d if d else 2)
+    labels = np.empty((n_draws, m, n), dtype=np.int64)
+    kept = np.empty((n_draws if rules else 0, 2 * n + 1, 2), np.int64)
+    _chain(np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays(), lik, labels,
+           new_scratch_tree(n, d), sk, np.zeros(m, dtype=np.bool_), np.zeros(0), kept)
+    return labels, kept, forest
+
+
+def rule_keys(rules):
+    """Tree keys (:func:`tests.helpers.exact.exact_tree_posterior`'s) from :func:`leaf_model_chain`'s rules."""
+    return [tuple(-1 if v < 0 else (int(v), int(c)) for v, c in row if v > -2) for row in rules]

@@ -50,8 +50,10 @@ def new_move_buffers(p: int, n: int) -> MoveBuffers:
 
 
 @numba.njit(cache=True, nogil=True)
-def _screen(rng, t, data, prior, pseudo, k, mb, top_rule):
-    """Score the rules now written at and below ``k`` with the rows unmoved; returns ``(go, lu, old)``.
+def _screen(rng, t, data, prior, pseudo, k, top_rule, old):
+    """Score the rules now written at and below ``k`` with the rows unmoved against ``old``, the subtree's
+    :func:`subtree_log_post` under its old rules (taken before they were rewritten: on a basis chosen by the tree a
+    leaf's marginal reads its parent's rule); returns ``(go, lu)``.
 
     ``go`` is False when a split is left with an empty side (prior zero: rejected, no uniform drawn) or when
     the uniform ``lu`` (log) already rejects against the bound of :func:`rule_change_bound`: the draws and
@@ -60,14 +62,13 @@ def _screen(rng, t, data, prior, pseudo, k, mb, top_rule):
     """
     ok, bound = rule_change_bound(t, data, prior, pseudo, k, top_rule)
     if not ok:
-        return False, 0.0, 0.0
-    old = subtree_log_post(t, prior, pseudo, k, mb.order, top_rule=top_rule, split_probs=FALSE)
+        return False, 0.0
     if bound == math.inf:
-        return True, math.nan, old
+        return True, math.nan
     lu = math.log(rng.random())
     # the margin covers the bound's sums being added in another order than the exact ones (rounding of order
     # 1e-16 relative); a wider margin only sends a few more proposals down the exact path
-    return lu < bound - old + 1e-7 * (1.0 + abs(bound) + abs(old)), lu, old
+    return lu < bound - old + 1e-7 * (1.0 + abs(bound) + abs(old)), lu
 
 
 @numba.njit(cache=True, nogil=True)
@@ -103,9 +104,10 @@ def change_move(rng, t, data, prior, pseudo, mb):
         return False  # proposal equals the current tree: nothing changes (not counted as accepted)
     pv = ti[k, VAR]
     pc = ti[k, CUT]
+    old = subtree_log_post(t, prior, pseudo, k, mb.order, top_rule=FALSE, split_probs=FALSE)
     ti[k, VAR] = v
     ti[k, CUT] = c
-    go, lu, old = _screen(rng, t, data, prior, pseudo, k, mb, FALSE)
+    go, lu = _screen(rng, t, data, prior, pseudo, k, FALSE, old)
     ti[k, VAR] = pv
     ti[k, CUT] = pc
     if not go:
@@ -151,8 +153,9 @@ def swap_move(rng, t, data, prior, pseudo, mb):
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
     saved = (ti[k, VAR], ti[k, CUT], ti[a, VAR], ti[a, CUT], ti[b, VAR], ti[b, CUT])
+    old = subtree_log_post(t, prior, pseudo, k, mb.order, top_rule=TRUE, split_probs=FALSE)
     _swap_rules(ti, k, ch)
-    go, lu, old = _screen(rng, t, data, prior, pseudo, k, mb, TRUE)
+    go, lu = _screen(rng, t, data, prior, pseudo, k, TRUE, old)
     ti[k, VAR], ti[k, CUT], ti[a, VAR], ti[a, CUT], ti[b, VAR], ti[b, CUT] = saved
     if not go:
         return False

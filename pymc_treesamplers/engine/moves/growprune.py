@@ -12,6 +12,7 @@ import math
 
 import numba
 
+from ..basisleaf import parent_var
 from ..leaves import split_logliks
 from ..nodes import DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, START
 from ..prior import NEG_INF, draw_split_rule, side_log_avail
@@ -46,7 +47,7 @@ def grow_move(rng, t, data, prior, pseudo, scratch_p, log_pgrow_t, log_pprune):
     e = ti[k, END]
     v, c, n_cuts = draw_split_rule(rng, data, t.perm, s, e, scratch_p)
     code_v = data.codes[v]
-    n_left, left, right, both = split_logliks(prior, pseudo, t.perm, s, e, code_v, c)
+    n_left, left, right, both = split_logliks(prior, pseudo, t.perm, s, e, code_v, c, v, parent_var(ti, k))
     lwa = side_log_avail(data, t.perm, s, e, code_v, c, True, n_left)
     lwb = side_log_avail(data, t.perm, s, e, code_v, c, False, e - s - n_left)
     # prunable nodes of the grown tree: k joins them; its parent, if it was one, no longer is

@@ -33,10 +33,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from ..leaves import col_dependent
 from ..nodes import DEPTH, END, LEFT, LWAVAIL, NO_NODE, NODE_INT, RIGHT, ROOT, START
 from ..prior import leaf_log_prior, log_psplit
 from ..records import Tree, empty_nodes
-from ..tree import copy_nodes, copy_perm, set_leaf, split_leaf, subtree_nodes
+from ..tree import copy_nodes, copy_perm, leaves_loglik, set_leaf, split_leaf, subtree_nodes
 
 
 class RestructureScratch(NamedTuple):
@@ -252,14 +253,18 @@ def _propose(rng, t, data, prior, sampler, L):
 
 
 @numba.njit(cache=True, nogil=True)
-def restructure_move(rng, t, data, prior, sampler):
+def restructure_move(rng, t, data, prior, pseudo, sampler):
     """One restructure proposal for tree ``t`` (module docstring); True if accepted (``t`` then
-    holds the new tree, nodes and row order)."""
+    holds the new tree, nodes and row order). Leaves on a basis chosen by the tree
+    (:func:`~pymc_treesamplers.engine.leaves.col_dependent`) read their parents' rules, which a restructure
+    redraws: their likelihood ratio joins the acceptance then (the same partition otherwise cancels it)."""
     L = _group_ranges(t, data, sampler)
     if L < 2:
         return False
     old = _tree_log_r(t, data, prior, sampler)
     new = _propose(rng, t, data, prior, sampler, L)
+    if col_dependent(pseudo):
+        new += leaves_loglik(sampler.prop, prior, pseudo) - leaves_loglik(t, prior, pseudo)
     if math.log(rng.random()) < new - old:
         copy_nodes(sampler.prop, t)
         copy_perm(sampler.prop, t)

@@ -27,8 +27,9 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from ..basisleaf import parent_var
 from ..driver import register_update
-from ..leaves import add_row, log_marginal, range_stats
+from ..leaves import add_row, col_dependent, log_marginal, range_stats
 from ..moves.cgm import MoveBuffers, change_move, new_move_buffers
 from ..moves.pivot import pivot_move
 from ..moves.preorder import SeqScratch, new_seq_scratch
@@ -129,8 +130,9 @@ def leaf_births(t, k, data, prior, pseudo, bs, out):
     s = ti[k, START]
     e = ti[k, END]
     d = ti[k, DEPTH]
-    range_stats(pseudo, perm, s, e, tot)
+    range_stats(pseudo, perm, s, e, tot, parent_var(ti, k))
     base = log_psplit(prior, d) - log1m_psplit(prior, d) - log_marginal(prior, pseudo, tot)
+    dep = col_dependent(pseudo)
     leaf_split = log1m_psplit(prior, d + 1)  # prior factor of a child that could split
     total = 0.0 if out != LOG_RATIOS else NEG_INF
     for v in range(codes.shape[0]):
@@ -147,7 +149,7 @@ def leaf_births(t, k, data, prior, pseudo, bs, out):
         for q in range(s, e):
             i = perm[q]
             c = codes[v, i]
-            add_row(pseudo, i, hist, c)
+            add_row(pseudo, i, hist, c, v)
             if rep[c] < 0:
                 rep[c] = i
             elif not mixed[c] and _rows_differ(codes, wsplit, rep[c], i):
@@ -171,6 +173,13 @@ def leaf_births(t, k, data, prior, pseudo, bs, out):
                 if r1 < 0:
                     r1 = rep[c2]
         rule = data.logw[v] - lwk - math.log(mx - mn)
+        if dep:  # the children's statistics are on v's basis (the leaf's own, in base, on its parent's)
+            for u in range(width):
+                tot[u] = 0.0
+            for c in range(mn, mx + 1):
+                if rep[c] >= 0:
+                    for u in range(width):
+                        tot[u] += hist[c, u]
         for u in range(width):
             left[u] = 0.0
         delta = 0.0
@@ -387,7 +396,8 @@ def ct_update(rng, j, t, data, prior, pseudo, cs):
     rounds of rule moves (one CGM change move, an exact MH redraw of any node's rule; an exact Gibbs
     redraw of the rule of a node whose children are leaves, :func:`nog_rule_gibbs`; an exact Gibbs
     redraw of a node's rule among those that cut its rows the same way,
-    :func:`.relabel.relabel_gibbs`). Returns 1 if the birth-death process jumped.
+    :func:`.relabel.relabel_gibbs`, left out for leaves on a basis chosen by the tree: its class of rules keeps the
+    partition, not the likelihood, there). Returns 1 if the birth-death process jumped.
 
     With rotate or rule moves the sequence runs forwards or backwards with probability 1/2 each: each
     move is reversible, so this mixture of a composition and its adjoint is reversible too, which a
@@ -395,7 +405,8 @@ def ct_update(rng, j, t, data, prior, pseudo, cs):
     """
     if (cs.n_rotate > 0 or cs.n_change > 0) and rng.random() < 0.5:
         for _ in range(cs.n_change):
-            relabel_gibbs(rng, t, data, cs.mb.order)
+            if not col_dependent(pseudo):  # a relabel keeps the likelihood, unless the basis reads the rule
+                relabel_gibbs(rng, t, data, cs.mb.order)
             nog_rule_gibbs(rng, t, data, prior, pseudo, cs.births, cs.mb.order)
             change_move(rng, t, data, prior, pseudo, cs.mb)
         for _ in range(cs.n_rotate):
@@ -410,7 +421,8 @@ def ct_update(rng, j, t, data, prior, pseudo, cs):
         for _ in range(cs.n_change):
             change_move(rng, t, data, prior, pseudo, cs.mb)
             nog_rule_gibbs(rng, t, data, prior, pseudo, cs.births, cs.mb.order)
-            relabel_gibbs(rng, t, data, cs.mb.order)
+            if not col_dependent(pseudo):  # a relabel keeps the likelihood, unless the basis reads the rule
+                relabel_gibbs(rng, t, data, cs.mb.order)
     cs.jumps[j] = jumps
     cs.rate[j] = rate
     return int(jumps > 0)

@@ -89,7 +89,7 @@ def _move(rng, kind, t, data, prior, pseudo, sampler):
     if kind == SWAP:
         return swap_move(rng, t, data, prior, pseudo, sampler.mb)
     if kind == RESTRUCTURE:
-        return restructure_move(rng, t, data, prior, sampler.rs)
+        return restructure_move(rng, t, data, prior, pseudo, sampler.rs)
     if kind == SPLICE:
         if rng.random() < 0.5:
             return delete_move(rng, t, data, prior, pseudo, sampler.seq, sampler.mb.bk)
