@@ -11,7 +11,7 @@ export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_tree
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults bench-defaults-scale \
 	bench-routes bench-graph-route bench-scale-readme bench-threads bench-smctree bench-verify-raw bench-coldstart \
-	bench-causal bench-varying bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
+	bench-causal bench-varying bench-lines bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
 $(STAMP): pyproject.toml
@@ -166,6 +166,11 @@ bench-causal: $(VENV)/.bench-installed
 # varying coefficients (leaf_basis) against constant leaves and stochtree's leaf_basis, held out (about 5 minutes)
 bench-varying: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.varying
+
+# lines in the leaves (response="linear", "mix") against constant leaves and pymc-bart's linear leaves, held out on
+# five public data sets and two simulations (about 25 minutes)
+bench-lines: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.lines
 
 # variance forests (a log-sd BART) against stochtree's heteroskedastic BART: mcycle and a simulation (about 5 minutes)
 bench-variance: $(VENV)/.bench-installed

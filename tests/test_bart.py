@@ -133,8 +133,9 @@ def test_pymc_bart_keywords_meaning_the_same_are_accepted_others_refused():
     with pm.Model():
         pmt.BART("a", X, Y, m=5, response="constant", split_rules=[ContinuousSplitRule] * X.shape[1])
         pmt.BART("b", X, Y, m=5, split_rules=[ContinuousSplitRule()] * X.shape[1])
-        with pytest.raises(ValueError, match="leaves here are constants"):
-            pmt.BART("c", X, Y, response="linear")
+        pmt.BART("c", X, Y, m=5, response="linear")  # lines in the leaves (tests/test_split_leaves.py)
+        with pytest.raises(ValueError, match="response must be one of"):
+            pmt.BART("c2", X, Y, response="motr")
         # a one-hot rule reads the column's numbers as category labels (tests/test_pymc_bart_api.py); subset
         # splits are not available
         rules = [ContinuousSplitRule, OneHotSplitRule] + [ContinuousSplitRule] * (X.shape[1] - 2)

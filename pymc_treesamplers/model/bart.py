@@ -19,7 +19,7 @@ from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from ..engine.prior import sample_prior_tree
 from ..engine.splitprior import DirichletSplitPrior, prior_split_weights
-from .basis import basis_spec, coefficient_prior
+from .basis import LINE_SLAB, basis_spec, coefficient_prior, line_basis, line_recipe
 from .binning import number_labels, split_columns
 from .callers import calling_model, check_method, inside_posterior_predictive
 from .covariates import as_data_array, bart_spec
@@ -37,7 +37,8 @@ __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
 LINK_K = {"logit": 0.75, "probit": 2.0, "count": 2.0, "positive": 3.0, "log": 3.0}
 
 _BART_PROPS = ("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
-               "categorical", "number_categories", "basis_scale", "basis_constant", "coef_mu0", "coef_sd")
+               "categorical", "number_categories", "basis_scale", "basis_constant", "coef_mu0", "coef_sd", "leaf_slab",
+               "line_center", "line_inv_scale")
 
 
 class BARTRV(RandomVariable):
@@ -51,7 +52,8 @@ class BARTRV(RandomVariable):
 
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
                  split_points="data", k=2.0, auto_leaf=(False, False, False), categorical=(), number_categories=(),
-                 basis_scale=1.0, basis_constant=1.0, coef_mu0=(), coef_sd=(), **kwargs):
+                 basis_scale=1.0, basis_constant=1.0, coef_mu0=(), coef_sd=(), leaf_slab=0.0, line_center=(),
+                 line_inv_scale=(), **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -79,7 +81,26 @@ class BARTRV(RandomVariable):
         # variable then holds the coefficients (d, n), one forest for all; () otherwise
         self.coef_mu0 = tuple(float(x) for x in coef_mu0)
         self.coef_sd = tuple(float(x) for x in coef_sd)
+        # lines in the leaves (response "linear": 1, "mix": 0.5, the prior probability of a free slope; 0: constant
+        # leaves) and the standardisation of their covariates (model/basis.py: line_recipe)
+        self.leaf_slab = float(leaf_slab)
+        self.line_center = tuple(float(x) for x in line_center)
+        self.line_inv_scale = tuple(float(x) for x in line_inv_scale)
         super().__init__(**kwargs)
+
+    @property
+    def lines(self) -> bool:
+        """Whether the leaves hold lines in their parent's covariate (pymc-bart's ``response="linear"`` or
+        ``"mix"``; model/basis.py)."""
+        return self.leaf_slab > 0.0
+
+    def line_basis(self, X) -> np.ndarray:
+        """The line leaves' basis ``[1, z]`` (n, 1 + p) at covariates ``X`` (coded as the trees read them)."""
+        return line_basis(X, self.line_center, self.line_inv_scale)
+
+    def line_prior(self, mu0: float, s2: float) -> tuple[np.ndarray, np.ndarray]:
+        """Intercept and slope means and variances from the constant leaves' ``N(mu0, s2)`` (model/basis.py)."""
+        return np.array([mu0, 0.0]), np.array([s2, s2]) / 2.0
 
     @property
     def basis_columns(self) -> int:
@@ -161,6 +182,19 @@ class BARTRV(RandomVariable):
         wsplit = columns.column_weights(self.split_weights(p) if self.sparse is None
                                         else prior_split_weights(self.sparse, p, rng))
         out = np.zeros((outputs, X.shape[0]))
+        if self.lines:
+            # each leaf a line in its parent's covariate (none at the root), its slope zero w.p. 1 - leaf_slab
+            z = self.line_basis(X)[:, 1:]
+            mean, var = self.line_prior(self.mu0, self.sigma_mu**2)
+            for row in out:
+                for _ in range(self.m):
+                    leaf, parent = sample_prior_tree(codes, wsplit, self.alpha, self.beta, rng, parents=True)
+                    col = np.where(parent >= 0, columns.source[np.maximum(parent, 0)], -1)[leaf]
+                    values = rng.normal(mean, np.sqrt(var), size=(leaf.max() + 1, 2))
+                    values[rng.random(leaf.max() + 1) >= self.leaf_slab, 1] = 0.0
+                    slope = np.where(col >= 0, z[np.arange(len(leaf)), np.maximum(col, 0)], 0.0)
+                    row += values[leaf, 0] + values[leaf, 1] * slope
+            return out[0] if size is None or len(size) == 0 else out
         if self.basis_columns:
             # coefficient vectors on a basis: one forest for all, each leaf a vector N(coef_mu0, diag(coef_sd^2))
             for _ in range(self.m):
@@ -219,17 +253,16 @@ def bart_covariates(rv) -> pt.TensorVariable:
     return X
 
 
-def _pymc_bart_keywords(response, split_rules, X) -> tuple[int, ...]:
+def _pymc_bart_keywords(response, split_rules, X) -> tuple[tuple[int, ...], float]:
     """Accept pymc-bart's ``response`` and ``split_rules`` where they mean what this package does
-    (constant leaves; splits ``x <= c`` or "this value or another"), refuse the rest by name; returns
-    the columns whose values are category labels (``"OneHotSplit"``)."""
-    if response is not None and response != "constant":
-        raise ValueError(f"response={response!r} (pymc-bart's least-squares lines in the leaves) is not available: "
-                         "leaves here are constants (response='constant', the default), or coefficients on a basis "
-                         "you choose, with a posterior: leaf_basis=np.column_stack([np.ones(n), x]) for a line in x "
-                         "per leaf (the variable then holds the coefficients; docs/basis.md)")
+    (constant leaves or lines in the parent's covariate, as exact models; splits ``x <= c`` or "this value or
+    another"), refuse the rest by name; returns the columns whose values are category labels (``"OneHotSplit"``)
+    and the prior probability of a leaf's free slope (model/basis.py: ``LINE_SLAB``)."""
+    if response is not None and response not in LINE_SLAB:
+        raise ValueError(f"response must be one of {sorted(LINE_SLAB)} (pymc-bart's leaf types), got {response!r}")
+    slab = LINE_SLAB[response or "constant"]
     if split_rules is None:
-        return ()
+        return (), slab
     if isinstance(split_rules, (str, type)) or not hasattr(split_rules, "__len__"):
         raise TypeError("split_rules must be a list with one rule per column of X, e.g. ['ContinuousSplit'] * p")
     p = np.shape(X)[1] if np.ndim(X) == 2 else 1
@@ -247,7 +280,7 @@ def _pymc_bart_keywords(response, split_rules, X) -> tuple[int, ...]:
                              "(docs/categorical.md)")
         if kind == "one-hot":
             one_hot.append(v)
-    return tuple(one_hot)
+    return tuple(one_hot), slab
 
 
 def _static_int(x) -> int | None:
@@ -306,9 +339,13 @@ class BART(Distribution):
         ``"ContinuousSplit"`` (``x <= c``, the default) or ``"OneHotSplit"`` (the column's numbers are
         category labels: "this value or another", as a pandas category column would split);
         ``"SubsetSplit"`` is refused.
-    response : str, optional
-        pymc-bart's leaf type: ``"constant"`` (the only one here); ``"linear"`` and ``"mix"`` are refused (see
-        ``leaf_basis``).
+    response : {"constant", "linear", "mix"}, optional
+        pymc-bart's leaf types, as exact models (docs/basis.md, "Lines in the leaves"): ``"constant"`` (the
+        default); ``"linear"``: a leaf whose parent splits on covariate ``v`` holds a line in ``v`` (standardised
+        on the training rows; the root leaf an intercept), intercept and slope ``N(mu0, sigma_mu^2 / 2)`` and
+        ``N(0, sigma_mu^2 / 2)`` a priori, sampled with the trees, not fitted by least squares; ``"mix"``: the
+        same with each slope zero with prior probability 1/2. The variable holds the sum of the trees, as with
+        constant leaves.
     leaf_basis : (n,) or (n, d) array or pm.Data, optional
         A basis column ``w``: each leaf then holds a coefficient and the trees contribute ``w * F(X)`` (a
         varying coefficient; with a treatment column, its effect: docs/basis.md). ``BART`` then returns that
@@ -362,7 +399,10 @@ class BART(Distribution):
             if response is not None or split_rules is not None:
                 raise TypeError(f"BART got response twice ({k!r} in k's place, pymc-bart's position, and by keyword)")
             response, split_rules, split_prior, k, mu0, sigma_mu = k, mu0, sigma_mu, None, None, None
-        one_hot = _pymc_bart_keywords(response, split_rules, X)
+        one_hot, slab = _pymc_bart_keywords(response, split_rules, X)
+        if slab and leaf_basis is not None:
+            raise ValueError(f"response={response!r} chooses each leaf's basis from the tree (a line in its parent's "
+                             "covariate); leaf_basis gives one: pass one or the other")
         Ya = np.asarray(as_data_array(Y, "Y"))
         # (a Y that is not a vector is refused by bart_spec, by name)
         basis = None if leaf_basis is None or Ya.ndim != 1 else basis_spec(leaf_basis, Ya.shape[0])
@@ -385,6 +425,9 @@ class BART(Distribution):
             # what the user gave (one per column, say) is not a default a link scale may replace
             op_kw["auto_leaf"] = (user_leaf[0] is None, user_leaf[1] is None, op_kw["auto_leaf"][2])
             kwargs["size"] = (basis.columns,)
+        if slab:
+            op_kw["leaf_slab"] = slab
+            op_kw["line_center"], op_kw["line_inv_scale"] = line_recipe(Xa, op_kw["categorical"])
         X_in = X if isinstance(X, TensorSharedVariable) else Xa
         rv = super().__new__(cls, name, X_in, Ya, op_kwargs=op_kw, separate_trees=separate_trees, **kwargs)
         if basis is None:

@@ -21,6 +21,15 @@ coefficients' prior (:func:`coefficient_prior`): the term has, on average over t
 constant leaf, shared equally by the columns, ``s_j = sigma_mu / (rms(W_j) sqrt(d))``; ``mu0_j`` the constant
 leaves' divided by the first column that is one constant (an intercept), 0 for the others.
 
+Lines in the leaves (``pmt.BART(..., response="linear")`` or ``"mix"``, pymc-bart's leaf types as exact models): a
+basis chosen by the tree. A leaf whose parent splits on covariate ``v`` holds an intercept and a slope on ``z_v``,
+the covariate standardised on the training rows (:func:`line_recipe`, :func:`line_basis`): ``(x_v - mean) / sd``,
+0 where ``x_v`` is missing (the line at the mean), and no slope on a categorical or constant covariate (its ``z``
+is 0); the root leaf, with no parent, holds an intercept. Intercept and slope are ``N(mu0, s^2)`` and ``N(0, s^2)``
+with ``s = sigma_mu / sqrt(2)`` (the rule above with ``d = 2``: both columns have root mean square 1). With
+``"mix"`` each leaf's slope is zero with prior probability 1/2. The variable holds the sum of the trees, as with
+constant leaves.
+
 >>> spec = basis_spec(np.array([0.0, 1.0, 1.0, 0.0]), 4)
 >>> spec.scale, spec.constant, spec.columns
 (0.7071067811865476, 0.0, 1)
@@ -35,7 +44,11 @@ import pytensor.tensor as pt
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-__all__ = ["BasisSpec", "basis_spec", "bart_of", "coefficient_prior", "leaf_basis_of"]
+__all__ = ["LINE_SLAB", "BasisSpec", "basis_spec", "bart_of", "coefficient_prior", "leaf_basis_of", "line_basis",
+           "line_recipe"]
+
+# pymc-bart's leaf types: the prior probability that a leaf's slope is free (0: constant leaves, no slope)
+LINE_SLAB = {"constant": 0.0, "linear": 1.0, "mix": 0.5}
 
 
 class BasisSpec(NamedTuple):
@@ -166,3 +179,35 @@ def leaf_basis_of(rv) -> np.ndarray:
     if isinstance(tensor, TensorSharedVariable):
         return np.asarray(tensor.get_value(), dtype=float)
     return np.asarray(tensor.data if isinstance(tensor, TensorConstant) else tensor.eval(), dtype=float)
+
+
+def line_recipe(X: np.ndarray, categorical=()) -> tuple[tuple, tuple]:
+    """The standardisation of line leaves' covariates (module docstring) from the training covariates ``X`` (n, p):
+    ``(center, inv_scale)``, one per covariate; ``inv_scale`` 0 for a categorical or constant covariate (no slope).
+
+    >>> line_recipe(np.array([[0.0, 1.0], [2.0, 1.0], [np.nan, 1.0]]))
+    ((1.0, 1.0), (1.0, 0.0))
+    """
+    X = np.asarray(X, dtype=float)
+    center, inv = [], []
+    for v in range(X.shape[1]):
+        x = X[:, v][~np.isnan(X[:, v])]
+        sd = float(x.std()) if x.size else 0.0
+        off = v in categorical or sd == 0.0
+        center.append(0.0 if off else float(x.mean()))
+        inv.append(0.0 if off else 1.0 / sd)
+    return tuple(center), tuple(inv)
+
+
+def line_basis(X: np.ndarray, center, inv_scale) -> np.ndarray:
+    """``[1, z_1, ..., z_p]`` (n, 1 + p) at the covariates ``X`` for the recipe of :func:`line_recipe`: the basis
+    the engine picks a leaf's slope column from (:class:`~pymc_treesamplers.engine.records.BasisPseudo`,
+    ``by_split``).
+
+    >>> line_basis(np.array([[0.0], [np.nan]]), (1.0,), (0.5,)).tolist()
+    [[1.0, -0.5], [1.0, 0.0]]
+    """
+    X = np.asarray(X, dtype=float)
+    z = (X - np.asarray(center)) * np.asarray(inv_scale)
+    z[np.isnan(z)] = 0.0
+    return np.ascontiguousarray(np.column_stack([np.ones(X.shape[0]), z]))

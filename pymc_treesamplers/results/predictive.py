@@ -25,6 +25,7 @@ import xarray as xr
 from pymc.model import modelcontext
 
 from ..model.bart import BARTRV, bart_covariates
+from ..model.basis import line_basis
 from ..model.binning import covariate_matrix
 from .storage import ForestFormatError, as_text, blob_trees, decode_trace
 
@@ -78,6 +79,43 @@ def predict_preorder(counts, var, val, X, out, cat0):
         for i in range(n):
             out[i] += val[_leaf_of(var, val, size, X, i, start, cat0)]
         start = end
+
+
+@numba.njit(cache=True, nogil=True)
+def predict_lines_preorder(counts, var, val, slope, X, Z, out, p):
+    """:func:`predict_preorder` for leaves that hold lines in their parent's covariate (model/basis.py): the
+    intercepts in ``val`` (the split thresholds too), the slopes in ``slope`` (same trees), ``Z`` (n, p) the rows'
+    standardised covariates. A stored split variable ``v`` is covariate ``v % p`` (storage.py)."""
+    n = X.shape[0]
+    out[:] = 0.0
+    size = np.empty(var.shape[0], dtype=np.int64)
+    cat0 = 2 * p
+    start = 0
+    for j in range(counts.shape[0]):
+        end = start + counts[j]
+        _subtree_sizes(var, start, end, size)
+        for i in range(n):
+            k = start
+            up = -1
+            while var[k] >= 0:
+                up = var[k]
+                if _goes_left(X, i, var[k], val[k], cat0):
+                    k = k + 1
+                else:
+                    k = k + 1 + size[k + 1]
+            out[i] += val[k] + (slope[k] * Z[i, up % p] if up >= 0 else 0.0)
+        start = end
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _predict_trace_lines(raw, firsts, X, Z, out):
+    """``out[k] =`` the line-leaf forest whose intercepts and slopes are the validated blobs at ``firsts[2k]``
+    and ``firsts[2k + 1]``, at the rows of ``X = [X, -X, X]``."""
+    p = Z.shape[1]
+    for k in numba.prange(out.shape[0]):
+        counts, var, val = blob_trees(raw, firsts[2 * k])
+        _, _, slope = blob_trees(raw, firsts[2 * k + 1])
+        predict_lines_preorder(counts, var, val, slope, X, Z, out[k], p)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -305,6 +343,7 @@ def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, d
         draw = da[da.dims[1]].values[d] if da.dims[1] in da.coords else d
         return f"{key} of draw (chain {chain}, draw {draw})"
 
+    lines = stats[f"{var_name}_lines"] if f"{var_name}_lines" in stats else None
     try:
         texts, k = _split_outputs(enc.reshape(-1))
         try:
@@ -324,10 +363,21 @@ def predict(idata, X_new, var_name: str = "mu", *, exclude=None, X_train=None, d
     else:
         first = np.ascontiguousarray(starts[:-1])
     _check_categories(raw, first, p, categorical)
-    out = np.empty((first.shape[0], X.shape[0]))
-    if exclude is None or len(exclude) == 0:
+    if lines is not None:  # line leaves: each output stored as its intercepts' and its slopes' forests
+        if exclude is not None and len(exclude):
+            raise ValueError(f"exclude (a marginal prediction) is not available for {var_name!r}, whose leaves hold "
+                             "lines: the marginal over a covariate is written for constant leaves")
+        held = np.asarray(lines.values)  # every covariate's center, then every one's inverse scale (each draw)
+        recipe = np.asarray(held.reshape(-1)[0] if held.dtype == object else held.reshape(-1, 2 * p)[0],
+                            dtype=float).reshape(2, p)
+        out = np.empty((first.shape[0] // 2, X.shape[0]))
+        _predict_trace_lines(raw, first, _extended(X), line_basis(X, recipe[0], recipe[1])[:, 1:], out)
+        k //= 2
+    elif exclude is None or len(exclude) == 0:
+        out = np.empty((first.shape[0], X.shape[0]))
         _predict_trace(raw, first, _extended(X), out)
     else:
+        out = np.empty((first.shape[0], X.shape[0]))
         mask = np.zeros(3 * p, dtype=np.bool_)
         exclude = np.asarray(exclude, dtype=np.int64)
         if exclude.min() < 0 or exclude.max() >= p:

@@ -65,7 +65,7 @@ class FamilyWorkingModel:
         self._view = view
         # the term of leaves with coefficient vectors: the expansion's records without kept exp or refined leaves
         # (routes/families.py: BasisFamilyLik), and no log-link route, whose Laplace leaves are scalars
-        self.basis = isinstance(view, BasisView)
+        self.basis = isinstance(view, BasisView) or getattr(bart_rv.owner.op, "lines", False)
         dependent = [k for k, p in enumerate(params) if value_var in set(ancestors([p]))]
         if view is not None and dependent:
             # every row of the whole variable is an ancestor of mu[0]; keep the parameters whose values

@@ -31,7 +31,6 @@ from ..model.basis import bart_of, basis_spec, coefficient_prior, leaf_basis_of
 from ..model.binning import split_columns
 from ..model.callers import check_nuts_sampler
 from ..model.covariates import as_data_array
-from ..routes.graph import GraphWorkingModel
 from ..routes.likelihood import OutputView, WorkingModel, working_model
 from ..routes.reading import BasisView
 from .cpu import CPUSweeper
@@ -121,7 +120,7 @@ class BaseTreeStep(ArrayStepShared):
         basis = leaf_basis_of(rv) if op.basis_columns else None
         self.k = 1 if value.ndim == 1 or basis is not None else value.shape[0]
         # the width of a leaf's statistics, for the samplers that keep them (engine/leaves.py: n_stats)
-        self.leaf_width = 2 if basis is None else op.basis_columns * (op.basis_columns + 1)
+        self.leaf_width = 6 if op.lines else 2 if basis is None else op.basis_columns * (op.basis_columns + 1)
         weights = self.columns.column_weights(op.split_weights(self.p))
         self.outputs: list[Output] = []
         if basis is not None:
@@ -134,10 +133,13 @@ class BaseTreeStep(ArrayStepShared):
             working = working_model(model, rv, value_var, shared, initial_point, op.mu0, compile_kwargs, view=view,
                                     route=self.route)
             mu0, s2 = working.leaf_prior(op, self.m)
-            chain = (Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=mu0, s2=s2,
-                               split_weights=weights, threads=self.threads, start=False,
-                               new_scratch=partial(self._new_scratch, self.columns.codes, self.m))
-                     if i == 0 else self.outputs[0].chain.sibling(mu0, s2, start=False))
+            if op.lines:
+                chain = self._line_chain(op, X, working, mu0, s2, weights)
+            else:
+                chain = (Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=mu0, s2=s2,
+                                   split_weights=weights, threads=self.threads, start=False,
+                                   new_scratch=partial(self._new_scratch, self.columns.codes, self.m))
+                         if i == 0 else self.outputs[0].chain.sibling(mu0, s2, start=False))
             self.outputs.append(Output(working, chain, view))
         base = {
             "tree_depth": np.float64,
@@ -152,6 +154,9 @@ class BaseTreeStep(ArrayStepShared):
             **self._extra_stats,
             # the split weights and their concentration, when they have a Dirichlet prior
             **({"split_weights": object, "split_concentration": np.float64} if self.sparse else {}),
+            # line leaves: the standardisation of their covariates, every covariate's center then every one's
+            # inverse scale (2p values, the same every draw), which predictions from the trace need
+            **({"lines": object} if op.lines else {}),
             # share of tree proposals the likelihood correction accepted (non-Gaussian likelihoods)
             **({"mh_accept": np.float64} if any(out.corrected for out in self.outputs) else {}),
         }
@@ -159,7 +164,9 @@ class BaseTreeStep(ArrayStepShared):
         # "warning": PyMC logs a SamplerWarning found under this name in a draw's stats (as NUTS's divergences)
         # the backends that read shapes (ZarrTrace) get the per-covariate stats as the vectors they are; the
         # default backend, which allocates by dtype alone, keeps them as objects
-        vectors = {"split_counts": (np.int64, [self.p]), "split_weights": (np.float64, [self.p])}
+        vectors = {"split_counts": (np.int64, [self.p]), "split_weights": (np.float64, [self.p]),
+                   "lines": (np.float64, [2 * self.p])}
+        self.lines = np.array([*op.line_center, *op.line_inv_scale]) if op.lines else None
         self.stats_dtypes_shapes = {"tune": (bool, []), "warning": (SamplerWarning, None),
                                     **{self._stat_names[k]: vectors.get(k, (d, [])) for k, d in base.items()}}
         self.stats_dtypes = [{"tune": bool, "warning": SamplerWarning,
@@ -178,12 +185,6 @@ class BaseTreeStep(ArrayStepShared):
         view = BasisView(value_var, basis, value)
         working = working_model(model, rv, value_var, shared, initial_point, op.mu0, compile_kwargs, view=view,
                                 route=self.route)
-        if isinstance(working, GraphWorkingModel):
-            raise NotImplementedError(
-                f"{rv.name!r} holds coefficient vectors on a leaf basis of {op.basis_columns} columns under a "
-                f"likelihood outside the package's families ({working.reason}); such leaves take a Normal, the "
-                "augmented and the expanded families, not the compiled graph's correction yet. A one-column basis "
-                "works under any likelihood")
         # defaults on the route's scale (a link's, on the augmentation routes), shared out per column; what the
         # user gave stays
         term_mu0, term_s2 = working.leaf_prior(op, self.m)
@@ -194,6 +195,16 @@ class BaseTreeStep(ArrayStepShared):
                           s2=np.array(sds) ** 2, split_weights=weights, threads=self.threads, start=False,
                           new_scratch=partial(self._new_scratch, self.columns.codes, self.m), basis=basis)
         return Output(working, chain, view, term=np.zeros(self.n))
+
+    def _line_chain(self, op, X, working, mu0: float, s2: float, weights) -> Chain:
+        """The chain of one output of a BART whose leaves hold lines in their parent's covariate (pymc-bart's
+        ``response="linear"``, ``"mix"``): on the basis ``[1, z]`` of model/basis.py, the leaf prior split between
+        intercept and slope."""
+        means, variances = op.line_prior(mu0, s2)
+        return Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=means, s2=variances,
+                         split_weights=weights, threads=self.threads, start=False,
+                         new_scratch=partial(self._new_scratch, self.columns.codes, self.m),
+                         basis=op.line_basis(X), by_split=True, slab=op.leaf_slab)
 
     def output_values(self) -> list[tuple[Output, np.ndarray]]:
         """Each output with its rows of the step's value ``f``: one row each, or all of them (the coefficients)

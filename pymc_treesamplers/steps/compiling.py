@@ -8,6 +8,7 @@ per process, on a four-row chain, so PyMC's worker processes then load it from n
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import numpy as np
@@ -30,7 +31,7 @@ def compile_sweeps(step) -> None:
 
 def _compile_sweep(step, out, warm: bool = False) -> None:
     basis = out.chain.basis
-    kind = (type(step), type(out.working), out.corrected, warm, None if basis is None else basis.basis.shape[1])
+    kind = (type(step), type(out.working), out.corrected, warm, None if basis is None else basis.mu0.shape[0])
     if kind in _COMPILED:
         return
     _COMPILED.add(kind)
@@ -39,7 +40,9 @@ def _compile_sweep(step, out, warm: bool = False) -> None:
     leaf = (prior.mu0, prior.s2) if basis is None else (basis.mu0, basis.s2)
     chain = Chain.new(codes, 1, alpha=prior.alpha, beta=prior.beta, mu0=leaf[0], s2=leaf[1],
                       new_scratch=lambda: step._new_scratch(codes, 1),
-                      basis=None if basis is None else np.ones((4, basis.basis.shape[1])))
+                      basis=None if basis is None else np.ones((4, basis.basis.shape[1])),
+                      by_split=basis is not None and basis.by_split,
+                      slab=1.0 if basis is None else math.exp(basis.log_slab))
     if not warm and not type(chain.workspace.scratch(codes)).__module__.startswith("pymc_treesamplers."):
         # a record type from outside the package (a test's deliberately wrong kernel) must not enter
         # the on-disk cache index of the sweep: loading that index would then need its module

@@ -88,6 +88,7 @@ class CPUSweeper:
             **{name: float(np.mean([s[name] for s in per_output])) for name in per_output[0]},
             **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
             **(_split_weight_stats(step.split_weights) if step.split_weights is not None else {}),
+            **({"lines": step.lines} if step.lines is not None else {}),
         }
         return values, changed, mh_counts
 

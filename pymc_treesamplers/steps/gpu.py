@@ -102,7 +102,7 @@ class DeviceSweep:
 
         b = f"backend={self.backend!r}"
         name = step.var_name
-        if step.outputs[0].term is not None:
+        if step.outputs[0].term is not None or step.lines is not None:
             raise ValueError(f"{b}: the leaves of {name!r} hold coefficient vectors on a basis; the GPU sweep has "
                              "constant leaves only: use backend='cpu'")
         if step.k != 1:
