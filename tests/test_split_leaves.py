@@ -352,12 +352,12 @@ def test_predictions_at_new_rows_take_the_line_of_their_leaf():
     X_new = rng.uniform(-1.5, 1.5, size=(6, 2))
     X_new[0, 1] = np.nan
     got = pmt.predict(idata, X_new, "mu")[0]
-    recipe = np.asarray(idata.sample_stats["mu_lines"].values[0, 0], dtype=float).reshape(2, 2)
+    recipe = np.asarray(idata.sample_stats["mu_lines"].values, dtype=float).reshape(-1, 4)[0].reshape(2, 2)
     z_new = line_basis(X_new, recipe[0], recipe[1])[:, 1:]
-    from pymc_treesamplers.storage import decode_forest
+    from pymc_treesamplers.results.storage import as_text, decode_forest
 
-    for d, text in enumerate(idata.sample_stats["mu_forest"].values[0]):
-        a_text, b_text = str(text).split(",")
+    for d, text in enumerate(idata.sample_stats["mu_forest"].values.reshape(-1)):
+        a_text, b_text = as_text(text).split(",")
         p, counts, var, a = decode_forest(a_text)
         _, _, _, b = decode_forest(b_text)
         want = np.zeros(len(X_new))
@@ -380,3 +380,23 @@ def _subtree_sizes(var):
         if var[k] >= 0:
             size[k] = 1 + size[k + 1] + size[k + 1 + size[k + 1]]
     return size
+
+
+def test_missing_values_and_categories_take_their_covariates_line():
+    """With a covariate that has missing values (two split columns, x and -x) and a categorical one (a 0/1 column
+    per category, no slope), each leaf's slope is on its parent's covariate: the stored forests and the trace's
+    standardisation reproduce the posterior at the training rows exactly."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    n = 60
+    x0 = rng.normal(size=n)
+    x0[:8] = np.nan
+    X = pd.DataFrame({"x0": x0, "x1": rng.normal(size=n), "c": pd.Categorical(rng.choice(list("abc"), n))})
+    y = np.nan_to_num(x0) * 2 + (X["c"] == "a") + rng.normal(0, 0.1, n)
+    with pm.Model():
+        mu = pmt.BART("mu", X, y, m=5, response="linear")
+        pm.Normal("y", mu, 0.1, observed=y)
+        idata = pm.sample(tune=100, draws=20, chains=1, progressbar=False, compute_convergence_checks=False,
+                          random_seed=4)
+    np.testing.assert_allclose(pmt.predict(idata, X, "mu"), idata.posterior["mu"].values, rtol=1e-10, atol=1e-10)

@@ -386,13 +386,18 @@ def test_pm_sample_on_a_basis_of_two_columns_under_a_poisson_matches_enumeration
     BasisFamilyLik) against enumeration x two-dimensional quadrature over the coefficients; the slope moved to
     other rows fails the same check."""
     idata, y, keys = _poisson_fit("pg")
+    _assert_poisson_posterior(idata, keys)
+
+
+def _assert_poisson_posterior(idata, keys):
+    """The Poisson fit's partitions against enumeration x quadrature, and the slope moved to other rows rejected."""
     assert idata.sample_stats["mu_mh_accept"].values.mean() > 0.05
     codes, r, B, _ = _slope_data()
-    exact = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0, leaf_term=_poisson_term(y, B))
+    exact = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0, leaf_term=_poisson_term(POISSON_Y, B))
     tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
     moved = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0,
-                                      leaf_term=_poisson_term(y, B[[3, 1, 2, 0, 4, 5, 6]]))
+                                      leaf_term=_poisson_term(POISSON_Y, B[[3, 1, 2, 0, 4, 5, 6]]))
     assert tv_distance(moved, empirical(keys)) > tv_threshold(moved, len(keys))
 
 
@@ -410,15 +415,7 @@ def test_pm_sample_on_a_basis_under_the_graph_route_matches_enumeration():
     """m = 1, the Poisson log-likelihood written as a pm.Potential, so the compiled graph's route
     (routes/graph.py: BasisGraphLik, the same expansion and correction as for constant leaves, the tree's fit read
     from its coefficients) against the Poisson test's enumeration x quadrature; the slope moved fails it."""
-    idata, keys = _potential_fit("pg")
-    assert idata.sample_stats["mu_mh_accept"].values.mean() > 0.05
-    codes, r, B, _ = _slope_data()
-    exact = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0, leaf_term=_poisson_term(POISSON_Y, B))
-    tv, threshold = tv_distance(exact, empirical(keys)), tv_threshold(exact, len(keys))
-    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
-    moved = exact_partition_posterior(codes, r, np.ones(7), 0.95, 2.0, 0.0, 1.0,
-                                      leaf_term=_poisson_term(POISSON_Y, B[[3, 1, 2, 0, 4, 5, 6]]))
-    assert tv_distance(moved, empirical(keys)) > tv_threshold(moved, len(keys))
+    _assert_poisson_posterior(*_potential_fit("pg"))
 
 
 def test_predictions_are_the_coefficients_and_follow_set_data():

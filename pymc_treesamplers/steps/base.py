@@ -201,10 +201,14 @@ class BaseTreeStep(ArrayStepShared):
         ``response="linear"``, ``"mix"``): on the basis ``[1, z]`` of model/basis.py, the leaf prior split between
         intercept and slope."""
         means, variances = op.line_prior(mu0, s2)
+        # the engine picks a leaf's slope column by the split column its parent splits on: a covariate's columns
+        # (x, -x with missing values; a category's 0/1 columns, whose z is 0) all carry that covariate's z
+        covariates = op.line_basis(X)
+        basis = np.column_stack([covariates[:, 0], covariates[:, 1 + self.columns.source]])
         return Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=means, s2=variances,
                          split_weights=weights, threads=self.threads, start=False,
                          new_scratch=partial(self._new_scratch, self.columns.codes, self.m),
-                         basis=op.line_basis(X), by_split=True, slab=op.leaf_slab)
+                         basis=basis, by_split=True, slab=op.leaf_slab)
 
     def output_values(self) -> list[tuple[Output, np.ndarray]]:
         """Each output with its rows of the step's value ``f``: one row each, or all of them (the coefficients)
