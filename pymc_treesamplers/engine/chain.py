@@ -225,7 +225,8 @@ class Chain:
 
     def coefficients(self, out: np.ndarray) -> None:
         """A basis chain's coefficients at the training rows into ``out`` (d, n): the sum over the trees of each
-        row's leaf's coefficient vector (so :meth:`fit` is ``sum_j basis[:, j] * out[j]``, up to rounding)."""
+        row's leaf's coefficient vector (so :meth:`fit` is ``sum_j basis[:, j] * out[j]``, up to rounding, for a fixed
+        basis; a basis chosen by the tree has no such per-row reading)."""
         if self.basis is None:
             raise ValueError("this chain's leaves are constants: it has no coefficients on a basis")
         self.workspace.kernel(forest_coefficients)(self.forest.arrays(), out)
