@@ -25,6 +25,8 @@ REPORTS = [
     "graph-route",
     "hypercube-mixing",
     "likelihood-cost",
+    "lines",
+    "lines-quick",
     "mechanisms",
     "mixing",
     "persistence",
