@@ -185,8 +185,8 @@ def line_recipe(X: np.ndarray, categorical=()) -> tuple[tuple, tuple]:
     """The standardisation of line leaves' covariates (module docstring) from the training covariates ``X`` (n, p):
     ``(center, inv_scale)``, one per covariate; ``inv_scale`` 0 for a categorical or constant covariate (no slope).
 
-    >>> line_recipe(np.array([[0.0, 1.0], [2.0, 1.0], [np.nan, 1.0]]))
-    ((1.0, 1.0), (1.0, 0.0))
+    >>> line_recipe(np.array([[0.0, 1.0], [2.0, 1.0], [np.nan, 1.0]]))  # the second covariate is constant: no slope
+    ((1.0, 0.0), (1.0, 0.0))
     """
     X = np.asarray(X, dtype=float)
     center, inv = [], []
