@@ -134,7 +134,7 @@ class BaseTreeStep(ArrayStepShared):
                                     route=self.route)
             mu0, s2 = working.leaf_prior(op, self.m)
             if op.lines:
-                chain = self._line_chain(op, X, working, mu0, s2, weights)
+                chain = self._line_chain(op, X, mu0, s2, weights)
             else:
                 chain = (Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=mu0, s2=s2,
                                    split_weights=weights, threads=self.threads, start=False,
@@ -196,7 +196,7 @@ class BaseTreeStep(ArrayStepShared):
                           new_scratch=partial(self._new_scratch, self.columns.codes, self.m), basis=basis)
         return Output(working, chain, view, term=np.zeros(self.n))
 
-    def _line_chain(self, op, X, working, mu0: float, s2: float, weights) -> Chain:
+    def _line_chain(self, op, X, mu0: float, s2: float, weights) -> Chain:
         """The chain of one output of a BART whose leaves hold lines in their parent's covariate (pymc-bart's
         ``response="linear"``, ``"mix"``): on the basis ``[1, z]`` of model/basis.py, the leaf prior split between
         intercept and slope."""
