@@ -65,7 +65,8 @@ def hetero_data(seed: int, n: int = 500, p: int = 5):
 
 def fit_hetero(spec: dict, Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray) -> tuple:
     """A mean and a log-sd function fitted by ``spec["method"]`` (one of :data:`HETERO_METHODS`; ``m`` trees in each,
-    the MCMC sizes and seed of ``spec``; ``spec["logsd"]``, if there, the log-sd BART's keywords for ``ours-cgm``):
+    the MCMC sizes and seed of ``spec``; ``spec["logsd"]`` and ``spec["mean"]``, if there, the log-sd and the mean
+    BART's keywords for ``ours-cgm``):
     draws (draws, rows) of both at ``Xte``, the wall time and extra stats."""
     if spec["method"] == "ours-cgm":
         import pymc as pm
@@ -74,7 +75,7 @@ def fit_hetero(spec: dict, Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray) ->
 
         t0 = time.perf_counter()
         with pm.Model():
-            mean = pmt.BART("mean", Xtr, ytr, m=spec["m"])
+            mean = pmt.BART("mean", Xtr, ytr, m=spec["m"], **spec.get("mean", {}))
             logsd = pmt.BART("logsd", Xtr, ytr, m=spec["m"], **spec.get("logsd", {}))
             pm.Normal("y", mean, pm.math.exp(logsd), observed=ytr)
             idata = pm.sample(tune=spec["tune"], draws=spec["draws"], chains=spec["chains"], cores=1,
