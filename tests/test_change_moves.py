@@ -2,11 +2,13 @@
 
 * the screen's bound (``tree.rule_change_bound``) finds the same empty sides as re-partitioning, and equals
   the exact new log posterior plus the slacks its docstring names, never less, on random trees and rules
-  (Gaussian leaves with mu0 = 0 and 0.4, log-link leaves; swaps of a parent with both children included; a
-  subtree deeper than two levels is left unscreened);
+  (Gaussian leaves with mu0 = 0 and 0.4, log-link leaves, leaves on a basis ``[1, x]`` and on a line in their
+  parent's covariate; swaps of a parent with both children included; a subtree deeper than two levels is left
+  unscreened);
 * whole runs of change and swap moves give bit for bit the trees, row orders and random streams of the
   unscreened moves (the code as it was before the screen), on short rows and on rows long enough for the
-  block paths; a screen whose bound is too low (by 5, more than its slacks) is caught by the same comparison.
+  block paths, and with both bases; a screen whose bound is too low (by 5, more than its slacks) is caught by
+  the same comparison.
 """
 
 import math
@@ -31,7 +33,15 @@ from pymc_treesamplers.engine.nodes import (
     VAR,
 )
 from pymc_treesamplers.engine.prior import draw_split_rule, leaf_log_prior
-from pymc_treesamplers.engine.records import Pseudo, Tree, TreePrior, empty_nodes, new_backup, split_data
+from pymc_treesamplers.engine.records import (
+    Pseudo,
+    Tree,
+    TreePrior,
+    basis_pseudo,
+    empty_nodes,
+    new_backup,
+    split_data,
+)
 from pymc_treesamplers.engine.rows import PAR_MIN
 from pymc_treesamplers.engine.tree import (
     INTERNAL,
@@ -49,14 +59,21 @@ from pymc_treesamplers.engine.tree import (
 )
 
 
-def _case(n, seed, p=3, n_codes=6, mu0=0.0, leaf_exp=0.0):
+def _case(n, seed, p=3, n_codes=6, mu0=0.0, leaf_exp=0.0, basis=None):
+    """Codes, pseudo-data and prior; ``basis``: leaves on ``[1, x]`` (``"fixed"``) or on a line in their parent's
+    covariate (``"lines"``, a basis chosen by the tree), else constant leaves."""
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, n_codes, size=(p, n)).astype(np.uint16)
     data = split_data(codes, np.array([1.0, 0.5, 2.0])[:p])
     signal = np.where(codes[0] <= 2, 0.6, -0.4) + np.where(codes[1] <= 1, 0.3, 0.0)
-    ps = Pseudo(signal + rng.normal(size=n) * 0.7, rng.uniform(0.5, 1.5, size=n), 1)
+    r, w = signal + rng.normal(size=n) * 0.7, rng.uniform(0.5, 1.5, size=n)
     prior = TreePrior(0.95, 1.0, mu0, 0.25, leaf_exp)
-    return data, ps, prior
+    if basis is None:
+        return data, Pseudo(r, w, 1), prior
+    z = (codes - codes.mean(axis=1, keepdims=True)).T / n_codes
+    if basis == "fixed":
+        return data, basis_pseudo(r, w, np.column_stack([np.ones(n), z[:, 0]]), mu0, 0.25), prior
+    return data, basis_pseudo(r, w, np.column_stack([np.ones(n), z]), mu0, 0.25, by_split=True), prior
 
 
 def _random_tree(data, prior, n, rng, cap=1025):
@@ -71,10 +88,12 @@ def _buffers(p, n, cap=1025):
     return new_move_buffers(p, 8)._replace(order=np.empty(cap + 1, dtype=np.int64), bk=new_backup(cap, n))
 
 
-@pytest.mark.parametrize("mu0, leaf_exp", [(0.0, 0.0), (0.4, 0.0), (0.3, 1.0)], ids=["gaussian", "mu0", "log-link"])
-def test_bound_is_the_exact_posterior_plus_its_slacks(mu0, leaf_exp):
+@pytest.mark.parametrize("mu0, leaf_exp, basis", [(0.0, 0.0, None), (0.4, 0.0, None), (0.3, 1.0, None),
+                                                  (0.2, 0.0, "fixed"), (0.0, 0.0, "lines")],
+                         ids=["gaussian", "mu0", "log-link", "basis", "lines"])
+def test_bound_is_the_exact_posterior_plus_its_slacks(mu0, leaf_exp, basis):
     n = 40
-    data, ps, prior = _case(n, 1, mu0=mu0, leaf_exp=leaf_exp)
+    data, ps, prior = _case(n, 1, mu0=mu0, leaf_exp=leaf_exp, basis=basis)
     rng = np.random.default_rng(2)
     mb = _buffers(3, n)
     seen = {"invalid": 0, "bounded": 0, "deep": 0, "swap of both children": 0}
@@ -167,11 +186,12 @@ def _swap_unscreened(rng, t, data, prior, ps, mb):
     return _settle(rng, t, data, prior, ps, k, mb, old, TRUE, math.nan)
 
 
-def _run(n, moves, seed, kind, **kw):
-    """Trees, row orders, decisions and the next uniform after ``moves`` moves from random trees."""
+def _run(n, moves, seed, kind, basis=None, **kw):
+    """Trees, row orders, decisions and the next uniform after ``moves`` moves from random trees (leaves of
+    :func:`_case`'s ``basis``)."""
     from pymc_treesamplers.engine.moves.cgm import change_move, swap_move
 
-    data, ps, prior = _case(n, seed)
+    data, ps, prior = _case(n, seed, basis=basis)
     rng = np.random.default_rng(seed + 1)
     trees = [_random_tree(data, prior, n, rng) for _ in range(4)]
     mb = _buffers(3, n)
@@ -191,11 +211,11 @@ def _run(n, moves, seed, kind, **kw):
     return out, state, rng.random()
 
 
-@pytest.mark.parametrize("n", [30, 2 * PAR_MIN + 17])
-def test_screened_moves_decide_as_the_unscreened_moves(n):
+@pytest.mark.parametrize("n, basis", [(30, None), (2 * PAR_MIN + 17, None), (30, "fixed"), (30, "lines")])
+def test_screened_moves_decide_as_the_unscreened_moves(n, basis):
     moves = 900 if n < PAR_MIN else 120
-    got = _run(n, moves, 5, "screened")
-    ref = _run(n, moves, 5, "unscreened")
+    got = _run(n, moves, 5, "screened", basis)
+    ref = _run(n, moves, 5, "unscreened", basis)
     assert got[0] == ref[0]
     assert 0.05 < np.mean(got[0]) < 0.9  # the screen met both outcomes
     for a, b in zip(got[1], ref[1], strict=True):

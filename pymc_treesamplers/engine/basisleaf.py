@@ -42,7 +42,7 @@ import math
 import numba
 import numpy as np
 
-from .nodes import COEF, END, LEFT, PARENT, START, VAR
+from .nodes import COEF, CUT, END, LEFT, PARENT, RIGHT, START, VAR
 from .records import tree_of
 from .rows import leaf_ranges, row_weight
 
@@ -223,6 +223,53 @@ def basis_children_logliks(prior, lm, perm, sa, ea, sb, eb, col_children, col_pa
     basis_rows(lm, perm, sa, ea, lm.stats[0], col_children)
     basis_rows(lm, perm, sb, eb, lm.stats[1], col_children)
     return _union_logliks(prior, lm, perm, min(sa, sb), max(ea, eb), col_children, col_parent)
+
+
+@numba.njit(cache=True, nogil=True)
+def basis_two_level_bound(t, data, prior, lm, k, bound):
+    """The change screen's bound (:func:`~pymc_treesamplers.engine.tree.rule_change_bound`) of ``k``'s subtree,
+    two levels deep, for basis leaves: the rules now written at and below ``k`` send each row of ``k`` to one of
+    four cells (left-left, left-right, right-left, right-right; a child that is a leaf keeps its rows in its first
+    cell), whose statistics are taken in one read-only pass into ``lm.stats``, each on its leaf's column (a leaf
+    child's parent is ``k``, a grandchild's is its child). Returns ``(valid, bound + the leaves' log marginals)``,
+    ``(False, 0)`` when a rule leaves a side empty."""
+    ti = t.ints
+    s, e, a, b = ti[k, START], ti[k, END], ti[k, LEFT], ti[k, RIGHT]
+    code0, c0 = data.codes[ti[k, VAR]], ti[k, CUT]
+    split_a, split_b = ti[a, LEFT] >= 0, ti[b, LEFT] >= 0
+    col_l = ti[a, VAR] if split_a else ti[k, VAR]
+    col_r = ti[b, VAR] if split_b else ti[k, VAR]
+    # a leaf child's own rule fields are not read (split_a, split_b): its rows stay in its first cell
+    code_a, c_a = data.codes[col_l], ti[a, CUT]
+    code_b, c_b = data.codes[col_r], ti[b, CUT]
+    st = lm.stats
+    for c in range(4):
+        for u in range(st.shape[1]):
+            st[c, u] = 0.0
+    n0 = n1 = n2 = n3 = 0
+    for q in range(s, e):
+        i = t.perm[q]
+        if code0[i] <= c0:
+            if split_a and code_a[i] > c_a:
+                n1 += 1
+                basis_row(lm, i, st, 1, col_l)
+            else:
+                n0 += 1
+                basis_row(lm, i, st, 0, col_l)
+        elif split_b and code_b[i] > c_b:
+            n3 += 1
+            basis_row(lm, i, st, 3, col_r)
+        else:
+            n2 += 1
+            basis_row(lm, i, st, 2, col_r)
+    if n0 + n1 == 0 or n2 + n3 == 0 or (split_a and (n0 == 0 or n1 == 0)) or (split_b and (n2 == 0 or n3 == 0)):
+        return False, 0.0
+    bound += basis_marginal(prior, lm, st[0]) + basis_marginal(prior, lm, st[2])
+    if split_a:
+        bound += basis_marginal(prior, lm, st[1])
+    if split_b:
+        bound += basis_marginal(prior, lm, st[3])
+    return True, bound
 
 
 @numba.njit(cache=True, nogil=True)

@@ -78,8 +78,9 @@ class BasisPseudo(NamedTuple):
 
     ``basis`` (n, d); ``weight`` as :class:`Pseudo`'s ``w`` (one per row, or length 1); the leaf prior ``mu0`` and
     ``s2`` (d,), which the record carries as the single-tree leaf models carry theirs (:mod:`.leaves`), so the
-    scalar :class:`TreePrior`'s leaf fields are unused; ``chol`` (d, d), ``vec`` (d,) and ``stats`` (3, d + d^2):
-    the leaf algebra's scratch (one leaf, or one split's two sides and their union, at a time). The weights are
+    scalar :class:`TreePrior`'s leaf fields are unused; ``chol`` (d, d), ``vec`` (d,) and ``stats`` (4, d + d^2):
+    the leaf algebra's scratch (one leaf, one split's two sides and their union, or the four cells of a subtree two
+    levels deep, at a time). The weights are
     called ``weight``, not ``w``, on purpose: a kernel written for constant leaves reads ``pseudo.w`` and so fails
     to compile on this record instead of ignoring the basis.
 
@@ -114,7 +115,7 @@ def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1, by_split: bool = F
     >>> bp.mu0.tolist(), bp.chol.shape
     ([0.0, 0.0], (2, 2))
     >>> basis_pseudo(np.zeros(3), np.ones(1), np.ones((3, 4)), 0.0, 1.0, by_split=True, slab=0.5).stats.shape
-    (3, 6)
+    (4, 6)
     """
     basis = np.ascontiguousarray(basis, dtype=np.float64)
     d = 2 if by_split else basis.shape[1]
@@ -124,7 +125,7 @@ def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1, by_split: bool = F
     s2 = np.ascontiguousarray(np.broadcast_to(np.asarray(s2, dtype=np.float64), (d,)))
     log_spike = math.log1p(-slab) if slab < 1.0 else -math.inf
     return BasisPseudo(r, np.ascontiguousarray(weight, dtype=np.float64), basis, mu0, s2, int(threads),
-                       np.zeros((d, d)), np.zeros(d), np.zeros((3, d + d * d)), bool(by_split), math.log(slab),
+                       np.zeros((d, d)), np.zeros(d), np.zeros((4, d + d * d)), bool(by_split), math.log(slab),
                        log_spike)
 
 

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from .basisleaf import parent_var
+from .basisleaf import basis_two_level_bound, parent_var
 from .gaussian import leaf_draw, leaf_loglik
 from .leaves import children_logliks, range_loglik, split_logliks
 from .nodes import (
@@ -399,9 +399,8 @@ def rule_change_bound(t, data, prior, pseudo, k, top_rule):
     leaf factor ``log(1 - p_split)`` is bounded above by 0, each rule's ``-log(n_cuts)`` by 0 and, below
     ``k``, each rule's ``log(w_v / W_avail)`` by 0 (its own variable is available). A change or swap is
     mostly rejected once a chain has found the data, by a likelihood drop far larger than these slacks;
-    this rejects it before any row moves. Two levels cover the small trees of a large forest; deeper
-    subtrees, whose rows are few in practice, are left to the exact path, and so are two levels of basis
-    leaves (:func:`two_level_bound`).
+    this rejects it before any row moves. Two levels cover the small trees of a large forest
+    (:func:`two_level_bound`); deeper subtrees, whose rows are few in practice, are left to the exact path.
     """
     ti = t.ints
     tf = t.floats
@@ -424,16 +423,16 @@ def rule_change_bound(t, data, prior, pseudo, k, top_rule):
 
 
 def two_level_bound(t, data, prior, pseudo, k, bound):
-    """:func:`rule_change_bound` of a subtree two levels deep (compiled dispatch): from one pass over its rows
-    for constant leaves; ``(True, inf)`` (no bound: the exact path decides) for basis leaves, whose
-    statistics per cell would be matrices."""
+    """:func:`rule_change_bound` of a subtree two levels deep (compiled dispatch): from one pass over its rows,
+    for constant leaves here, for basis leaves by
+    :func:`~pymc_treesamplers.engine.basisleaf.basis_two_level_bound`."""
     raise NotImplementedError("two_level_bound only runs inside numba kernels")
 
 
 @overload(two_level_bound, inline="always", jit_options={"nogil": True})
 def _two_level_bound(t, data, prior, pseudo, k, bound):
     if getattr(pseudo, "instance_class", None) is BasisPseudo:
-        return lambda t, data, prior, pseudo, k, bound: (True, math.inf)
+        return lambda t, data, prior, pseudo, k, bound: basis_two_level_bound(t, data, prior, pseudo, k, bound)
     return lambda t, data, prior, pseudo, k, bound: _constant_two_level_bound(t, data, prior, pseudo, k, bound)
 
 
