@@ -11,7 +11,9 @@ Cases (the fits of :func:`benchmarks.glm.fit_hetero`, 50 trees in each forest):
   (``--quick``: 1; glm.py runs 3 of them).
 
 Methods: ``ours-cgm``, ``y ~ N(mean, exp(logsd))`` with two BARTs and their default priors (the log sd's leaves
-Normal on the log scale), CGMStep for each, 2 chains x (500 + 500); ``stochtree``, its ``BARTModel`` with a mean
+Normal on the log scale), CGMStep for each, 2 chains x (500 + 500); ``ours-cgm-k3``, the same with the mean BART's
+``k = 3`` (docs/basis.md's recipe for a variance forest, chosen on the tuning sets of ``make bench-defaults-scale``);
+``stochtree``, its ``BARTModel`` with a mean
 forest and a variance forest of 50 trees each (an inverse-gamma prior on each leaf's multiplicative variance),
 500 burn-in and 500 MCMC draws in each of 2 chains. Score: the held-out log predictive density (mean over test
 rows of the log of the posterior predictive density, a Normal at each draw); for ``sim`` also the RMSE of the
@@ -30,7 +32,9 @@ from benchmarks.harness import fmt, md_table
 
 MODULE = "benchmarks.variance"
 CASES = ("mcycle", "sim")
-METHODS = ("ours-cgm", "stochtree")
+METHODS = ("ours-cgm", "ours-cgm-k3", "stochtree")
+# the arms that are our model with other keywords: (the fit's method, its keywords)
+ARMS = {"ours-cgm-k3": ("ours-cgm", {"mean": {"k": 3.0}})}
 FULL = {"tune": 500, "draws": 500, "chains": 2, "splits": 5, "m": 50}
 QUICK = {"tune": 100, "draws": 100, "chains": 2, "splits": 1, "m": 50}
 
@@ -42,7 +46,8 @@ def worker_body(spec: dict) -> dict:
         X, y = load(spec["case"])
         tr, te = split(y, spec["seed"], binary=False)
         Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
-    m_draws, s_draws, wall, _ = glm.fit_hetero(spec, Xtr, ytr, Xte)
+    method, extra = ARMS.get(spec["method"], (spec["method"], {}))
+    m_draws, s_draws, wall, _ = glm.fit_hetero({**spec, "method": method, **extra}, Xtr, ytr, Xte)
     out = {"wall_s": wall, "log_score": glm.hetero_log_score(yte, m_draws, s_draws)}
     if spec["case"] == "sim":
         out["rmse_mean"] = float(np.sqrt(np.mean((m_draws.mean(axis=0) - fte) ** 2)))
