@@ -34,7 +34,7 @@ from tests.helpers.exact import (
     tv_distance,
     tv_threshold,
 )
-from tests.helpers.fits import assert_state_resumes, forest_partition_keys
+from tests.helpers.fits import assert_state_resumes, forest_partition_keys, leaf_proposal
 from tests.helpers.kernel_chain import leaf_model_chain
 from tests.helpers.samplers import MAIN
 
@@ -372,20 +372,22 @@ POISSON_KEPT, POISSON_THIN = 2000, 100
 
 
 @functools.cache
-def _poisson_fit(name):
+def _poisson_fit(name, refine):
     s = next(s for s in MAIN if s.name == name)
     codes, r, B, _ = _slope_data()
-    idata = _fit(s, codes, POISSON_Y, lambda t, y: pm.Poisson("y", pm.math.exp(t), observed=y), 1,
-                 POISSON_KEPT * POISSON_THIN, 3, B)
+    with leaf_proposal(refine):
+        idata = _fit(s, codes, POISSON_Y, lambda t, y: pm.Poisson("y", pm.math.exp(t), observed=y), 1,
+                     POISSON_KEPT * POISSON_THIN, 3, B)
     return idata, POISSON_Y, partition_keys_from_values(idata.posterior["mu"].values[0][::POISSON_THIN, 0])
 
 
-def test_pm_sample_on_a_basis_of_two_columns_under_a_poisson_matches_enumeration():
+@pytest.mark.parametrize("refine", [False, True], ids=["working", "refined"])
+def test_pm_sample_on_a_basis_of_two_columns_under_a_poisson_matches_enumeration(refine):
     """m = 1, Poisson-log on the corrected route (the centred expansion of the term, the proposal's coefficients
-    from their working conditional, Metropolis-Hastings on the real likelihood: routes/families.py,
-    BasisFamilyLik) against enumeration x two-dimensional quadrature over the coefficients; the slope moved to
-    other rows fails the same check."""
-    idata, y, keys = _poisson_fit("pg")
+    from their working conditional or from the refined multivariate Student-t, Metropolis-Hastings on the real
+    likelihood: routes/families.py, BasisFamilyLik) against enumeration x two-dimensional quadrature over the
+    coefficients; the slope moved to other rows fails the same check."""
+    idata, y, keys = _poisson_fit("pg", refine)
     _assert_poisson_posterior(idata, keys)
 
 

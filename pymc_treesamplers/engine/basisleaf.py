@@ -75,11 +75,51 @@ def basis_width(lm):
     return d + d * d
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _line_at(lm, i, col):
+    """Row ``i``'s second basis value when ``d = 2``: the fixed basis's, or the line's on column ``col``."""
+    if not lm.by_split:
+        return lm.basis[i, 1]
+    return lm.basis[i, 1 + col] if col >= 0 else 0.0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put2(out, b0, b1, p00, p10, p11):
+    out[0] = b0
+    out[1] = b1
+    out[2] = p00
+    out[3] = p10  # the lower triangle is what the algebra reads; P is symmetric
+    out[4] = p10
+    out[5] = p11
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows2(lm, perm, s, e, out, col):
+    """:func:`basis_rows` for ``d = 2`` (an intercept and a slope, the line leaves): the five sums kept in
+    registers, each added in row order with the general loop's products, so the statistics are the same numbers."""
+    b0 = b1 = p00 = p10 = p11 = 0.0
+    for q in range(s, e):
+        i = perm[q]
+        wi = row_weight(lm.weight, i)
+        wr = wi * lm.r[i]
+        x0 = lm.basis[i, 0]
+        x1 = _line_at(lm, i, col)
+        b0 += wr * x0
+        b1 += wr * x1
+        p00 += wi * x0 * x0
+        p10 += wi * x1 * x0
+        p11 += wi * x1 * x1
+    _put2(out, b0, b1, p00, p10, p11)
+
+
 @numba.njit(cache=True, nogil=True)
 def basis_rows(lm, perm, s, e, out, col):
     """The statistics of the rows ``perm[s:e]`` of a leaf on column ``col`` written to ``out`` (module docstring's
     layout)."""
     d = basis_dim(lm)
+    if d == 2:
+        _rows2(lm, perm, s, e, out, col)
+        return
     for k in range(d + d * d):
         out[k] = 0.0
     for q in range(s, e):
@@ -109,6 +149,44 @@ def basis_row(lm, i, hist, k, col):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def cholesky_lower(L, d):
+    """The lower Cholesky factor of the symmetric matrix whose lower triangle is in ``L[:d, :d]``, in place;
+    returns ``sum log L_jj``."""
+    half_logdet = 0.0
+    for j in range(d):
+        for k in range(j + 1):
+            v = L[j, k]
+            for u in range(k):
+                v -= L[j, u] * L[k, u]
+            if j == k:
+                L[j, j] = math.sqrt(v)
+                half_logdet += math.log(L[j, j])
+            else:
+                L[j, k] = v / L[k, k]
+    return half_logdet
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def solve_lower(L, x, d):
+    """``x <- L^-1 x`` for the lower triangular ``L`` (forward substitution)."""
+    for j in range(d):
+        v = x[j]
+        for u in range(j):
+            v -= L[j, u] * x[u]
+        x[j] = v / L[j, j]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def solve_upper(L, x, out, d):
+    """``out <- L^-T x`` for the lower triangular ``L`` (back substitution)."""
+    for j in range(d - 1, -1, -1):
+        v = x[j]
+        for u in range(j + 1, d):
+            v -= L[u, j] * out[u]
+        out[j] = v / L[j, j]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _factor(lm, stats):
     """``A`` into ``lm.chol`` as its lower Cholesky factor ``L``, ``L^-1 c`` into ``lm.vec``; returns
     ``sum log L_jj - 0.5 log|S0^-1|`` (half of ``log|I + S0 P|``) and ``mu0^T S0^-1 mu0``."""
@@ -121,23 +199,10 @@ def _factor(lm, stats):
         c[j] = stats[j] + lm.mu0[j] / lm.s2[j]
         half_logdet += 0.5 * math.log(lm.s2[j])
         quad0 += lm.mu0[j] * lm.mu0[j] / lm.s2[j]
-    for j in range(d):
         for k in range(j + 1):
-            v = stats[d + j * d + k]
-            if j == k:
-                v += 1.0 / lm.s2[j]
-            for u in range(k):
-                v -= L[j, u] * L[k, u]
-            if j == k:
-                L[j, j] = math.sqrt(v)
-                half_logdet += math.log(L[j, j])
-            else:
-                L[j, k] = v / L[k, k]
-    for j in range(d):  # forward substitution: c <- L^-1 c
-        v = c[j]
-        for u in range(j):
-            v -= L[j, u] * c[u]
-        c[j] = v / L[j, j]
+            L[j, k] = stats[d + j * d + k] + (1.0 / lm.s2[j] if j == k else 0.0)
+    half_logdet += cholesky_lower(L, d)
+    solve_lower(L, c, d)
     return half_logdet, quad0
 
 
@@ -148,6 +213,15 @@ def _full_marginal(lm, stats):
     for j in range(basis_dim(lm)):
         quad += lm.vec[j] * lm.vec[j]
     return -half_logdet + 0.5 * quad - 0.5 * quad0
+
+
+@numba.njit(cache=True, nogil=True)
+def basis_posterior_mean(lm, stats, out):
+    """The mean ``A^-1 c`` of a leaf's full conditional into ``out`` (d,); returns the leaf's log marginal
+    likelihood with every coefficient free (no spike), on the same terms as :func:`basis_marginal`."""
+    marginal = _full_marginal(lm, stats)
+    solve_upper(lm.chol, lm.vec, out, basis_dim(lm))
+    return marginal
 
 
 @numba.njit(cache=True, nogil=True)
@@ -198,20 +272,56 @@ def _union_logliks(prior, lm, perm, s, e, col_children, col_parent):
 
 
 @numba.njit(cache=True, nogil=True)
+def _split_rows2(lm, perm, s, e, code_v, c, col):
+    """:func:`basis_split_logliks`'s pass for ``d = 2``, as :func:`_rows2`: both sides' sums in registers, into
+    ``lm.stats[0]`` and ``[1]``; returns the left side's count. The row's terms are written out here as in
+    :func:`_rows2` on purpose: a shared helper returning them as a tuple made the pass 27x slower (0.91 ms against
+    0.033 ms for 10,000 rows)."""
+    lb0 = lb1 = l00 = l10 = l11 = 0.0
+    rb0 = rb1 = r00 = r10 = r11 = 0.0
+    n_left = 0
+    for q in range(s, e):
+        i = perm[q]
+        wi = row_weight(lm.weight, i)
+        wr = wi * lm.r[i]
+        x0 = lm.basis[i, 0]
+        x1 = _line_at(lm, i, col)
+        if code_v[i] <= c:
+            n_left += 1
+            lb0 += wr * x0
+            lb1 += wr * x1
+            l00 += wi * x0 * x0
+            l10 += wi * x1 * x0
+            l11 += wi * x1 * x1
+        else:
+            rb0 += wr * x0
+            rb1 += wr * x1
+            r00 += wi * x0 * x0
+            r10 += wi * x1 * x0
+            r11 += wi * x1 * x1
+    _put2(lm.stats[0], lb0, lb1, l00, l10, l11)
+    _put2(lm.stats[1], rb0, rb1, r00, r10, r11)
+    return n_left
+
+
+@numba.njit(cache=True, nogil=True)
 def basis_split_logliks(prior, lm, perm, s, e, code_v, c, col_children, col_parent):
     """The rows ``perm[s:e]`` split at ``code_v <= c`` (unmoved): ``(n_left, left, right, both)``, the sides' log
     marginals on column ``col_children`` and the whole range's on ``col_parent``."""
     d = basis_dim(lm)
     st = lm.stats
-    for u in range(d + d * d):
-        st[0, u] = 0.0
-        st[1, u] = 0.0
-    n_left = 0
-    for q in range(s, e):
-        i = perm[q]
-        side = 0 if code_v[i] <= c else 1
-        n_left += 1 - side
-        basis_row(lm, i, st, side, col_children)
+    if d == 2:
+        n_left = _split_rows2(lm, perm, s, e, code_v, c, col_children)
+    else:
+        for u in range(d + d * d):
+            st[0, u] = 0.0
+            st[1, u] = 0.0
+        n_left = 0
+        for q in range(s, e):
+            i = perm[q]
+            side = 0 if code_v[i] <= c else 1
+            n_left += 1 - side
+            basis_row(lm, i, st, side, col_children)
     left, right, both = _union_logliks(prior, lm, perm, s, e, col_children, col_parent)
     return n_left, left, right, both
 
@@ -289,15 +399,10 @@ def basis_draw(rng, lm, stats, out):
                 out[j] = 0.0
             return
     _factor(lm, stats)
-    L = lm.chol
     z = lm.vec
     for j in range(d):
         z[j] += rng.standard_normal()
-    for j in range(d - 1, -1, -1):  # back substitution: out <- L^-T (L^-1 c + z)
-        v = z[j]
-        for u in range(j + 1, d):
-            v -= L[u, j] * out[u]
-        out[j] = v / L[j, j]
+    solve_upper(lm.chol, z, out, d)  # out <- L^-T (L^-1 c + z)
 
 
 @numba.njit(cache=True, nogil=True)

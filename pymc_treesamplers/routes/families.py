@@ -22,10 +22,12 @@ ratio of the joint proposal, in which the structure move's proposal ratio is ``m
 its reversibility and the tree prior cancels. The tree update is exact for the real likelihood.
 
 Trees whose leaves hold coefficient vectors on a basis (:mod:`pymc_treesamplers.engine.basisleaf`) take the same
-expansion, in the term they add, through :class:`BasisFamilyLik`: the working pseudo-data are the term's, the
-proposal's leaves are drawn from their working conditional (``q`` is that conditional, so ``A`` has no leaf part),
-and its fit read from its coefficients and the rows' basis. The record is then made without the kept ``exp``
-and the refined leaves, both written for one value per leaf.
+expansion, in the term they add, through :class:`BasisFamilyLik`: the working pseudo-data are the term's, and the
+proposal's fit is read from its coefficients and the rows' basis. Its leaves are drawn from their working
+conditional (``q`` is that conditional, so ``A`` has no leaf part) or, when the record's ``refine`` is set, from
+the vector twin of the refined ``q`` (:func:`_basis_leaf_part`: a multivariate Student-t at one Newton step of the
+leaf's true conditional). A spike and slab over the leaves' type (``response="mix"``) keeps the working
+conditional, and the record is made without the kept ``exp``, which is written for one value per leaf.
 
 >>> lik = family_lik(POISSON_LOG, [1.0, 2.0], 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, [0.0, 0.0])
 >>> lik.leaf_exp
@@ -38,10 +40,21 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..engine.basisleaf import add_basis_fit, draw_basis_leaves
+from ..engine.basisleaf import (
+    add_basis_fit,
+    basis_at,
+    basis_dim,
+    basis_posterior_mean,
+    basis_rows,
+    cholesky_lower,
+    draw_basis_leaves,
+    parent_var,
+    solve_lower,
+    solve_upper,
+)
 from ..engine.driver import register_basis_record, register_likelihood
 from ..engine.gaussian import leaf_loglik
-from ..engine.nodes import END, LEFT, START, VALUE
+from ..engine.nodes import COEF, END, LEFT, START, VALUE
 from ..engine.records import BasisPseudo, Pseudo
 from ..engine.tree import add_tree, draw_leaves
 from .correction import (
@@ -495,11 +508,87 @@ class BasisFamilyLik(NamedTuple):
 
 
 @numba.njit(cache=True, nogil=True)
+def _basis_working(fam, b):
+    """The chain's basis record on the family's working response and weights (a leaf's working statistics)."""
+    return BasisPseudo(fam.z, fam.w, b.basis, b.mu0, b.s2, b.threads, b.chol, b.vec, b.stats, b.by_split, b.log_slab,
+                       b.log_spike)
+
+
+@numba.njit(cache=True, nogil=True)
+def _basis_leaf_part(fam, lm, t, k, rng):
+    """A basis leaf's part of ``A`` (``log p(beta) - log(working marginal) - log q(beta)``), for the coefficients
+    in node ``k``'s columns ``COEF ..``: given, or drawn there from ``q`` when ``rng`` is given (the vector twin
+    of :func:`_leaf_part`). ``lm``: the basis record on the working response (:func:`_basis_working`). ``q``: a
+    multivariate Student-t (:data:`_Q_DF` degrees of freedom) at one Newton (Fisher-scoring) step of the leaf's
+    true conditional from its working posterior mean, with that step's precision; a function of the leaf's rows
+    and the other trees only."""
+    d = basis_dim(lm)
+    ti = t.ints
+    s, e, col = ti[k, START], ti[k, END], parent_var(ti, k)
+    st = np.empty(d + d * d)  # not the record's scratch rows: a kernel may hold a split's statistics there
+    basis_rows(lm, t.perm, s, e, st, col)
+    m = np.empty(d)
+    log_marginal = basis_posterior_mean(lm, st, m)
+    score = np.empty(d)
+    prec = np.zeros((d, d))
+    for j in range(d):
+        score[j] = -(m[j] - lm.mu0[j]) / lm.s2[j]
+        prec[j, j] = 1.0 / lm.s2[j]
+    for q in range(s, e):
+        i = t.perm[q]
+        x = 0.0
+        for j in range(d):
+            x += basis_at(lm, i, j, col) * m[j]
+        b = fam.b[i]
+        dl, h = row_derivs(fam.kind, fam.u[i], fam.v[i], fam.s[i], fam.a[i] + b * (fam.f[i] - fam.g[i] + x))
+        for j in range(d):
+            bj = basis_at(lm, i, j, col)
+            score[j] += b * dl * bj
+            for u in range(j + 1):
+                prec[j, u] += b * b * h * bj * basis_at(lm, i, u, col)
+    half_logdet = cholesky_lower(prec, d)
+    m1 = np.empty(d)
+    solve_lower(prec, score, d)
+    solve_upper(prec, score, m1, d)
+    for j in range(d):
+        m1[j] += m[j]
+    value = t.floats[k, COEF : COEF + d]
+    if rng is not None:  # as _leaf_part's: a Student-t, so the current state can be proposed back
+        z = np.empty(d)
+        for j in range(d):
+            z[j] = rng.standard_normal()
+        scale = 1.0 / math.sqrt(rng.standard_gamma(0.5 * _Q_DF) * 2.0 / _Q_DF)
+        solve_upper(prec, z, value, d)
+        for j in range(d):
+            value[j] = m1[j] + value[j] * scale
+    quad = 0.0  # (value - m1)^T prec (value - m1) = |L^T (value - m1)|^2
+    for j in range(d):
+        v = 0.0
+        for u in range(j, d):
+            v += prec[u, j] * (value[u] - m1[u])
+        quad += v * v
+    log_prior = 0.0
+    for j in range(d):
+        d0 = value[j] - lm.mu0[j]
+        log_prior += -0.5 * d0 * d0 / lm.s2[j] - 0.5 * math.log(lm.s2[j]) - LOG_SQRT_2PI
+    log_q = (math.lgamma(0.5 * (_Q_DF + d)) - math.lgamma(0.5 * _Q_DF) - 0.5 * d * math.log(_Q_DF * math.pi)
+             + half_logdet - 0.5 * (_Q_DF + d) * math.log1p(quad / _Q_DF))
+    return log_prior - log_q - log_marginal
+
+
+@numba.njit(cache=True, nogil=True)
 def _basis_family_pseudo(lik, j, tree):
     fam = lik.family
     fam.g[:] = 0.0
     add_basis_fit(tree, lik.leaves, fam.g, 1.0)
-    fam.acc[0] = _centred_rows(fam, False)
+    total = _centred_rows(fam, False)
+    if fam.refine:
+        lm = _basis_working(fam, lik.leaves)
+        ti = tree.ints
+        for k in range(tree.nn[0]):
+            if ti[k, LEFT] < 0:
+                total += _basis_leaf_part(fam, lm, tree, k, None)
+    fam.acc[0] = total
     b = lik.leaves
     return BasisPseudo(fam.r, fam.w, b.basis, b.mu0, b.s2, b.threads, b.chol, b.vec, b.stats, b.by_split, b.log_slab,
                        b.log_spike)
@@ -515,13 +604,26 @@ def _basis_family_accept(rng, lik, j, old, new, pseudo):
 
 @numba.njit(cache=True, nogil=True)
 def _basis_family_leaves(rng, lik, t, prior, pseudo):
-    draw_basis_leaves(rng, t, prior, pseudo)
+    fam = lik.family
+    if not fam.refine:
+        draw_basis_leaves(rng, t, prior, pseudo)
+        return
+    lm = _basis_working(fam, lik.leaves)
+    ti = t.ints
+    part = 0.0
+    for k in range(t.nn[0]):
+        if ti[k, LEFT] < 0:
+            part += _basis_leaf_part(fam, lm, t, k, rng)
+    fam.acc[1] = part
+    add_basis_fit(t, pseudo, pseudo.r, -1.0)  # as draw_basis_leaves leaves the record: the proposal's residual
 
 
 def _basis_family_record(lik: FamilyLik, leaves: BasisPseudo) -> BasisFamilyLik:
-    if lik.leaf_exp != 0.0 or lik.refine or lik.e.shape[0] > 0:
-        raise ValueError("a FamilyLik for basis leaves must be on the expansion route with working leaves and no "
-                         "kept exp (family_lik(..., refine=False, laplace=False, kept_exp=False))")
+    if lik.leaf_exp != 0.0 or lik.e.shape[0] > 0:
+        raise ValueError("a FamilyLik for basis leaves must be on the expansion route with no kept exp "
+                         "(family_lik(..., laplace=False, kept_exp=False))")
+    if leaves.log_spike != -math.inf:  # the refined q is written for free coefficients, not a spike and slab
+        lik = lik._replace(refine=False)
     return BasisFamilyLik(lik, leaves)
 
 

@@ -63,8 +63,8 @@ class FamilyWorkingModel:
         # the checks below run at moderate values (GaussianWorkingModel explains why)
         f0 = 0.5 * np.random.default_rng(3).normal(size=f0.shape)
         self._view = view
-        # the term of leaves with coefficient vectors: the expansion's records without kept exp or refined leaves
-        # (routes/families.py: BasisFamilyLik), and no log-link route, whose Laplace leaves are scalars
+        # the term of leaves with coefficient vectors: the expansion's records without kept exp (routes/families.py:
+        # BasisFamilyLik), and no log-link route, whose Laplace leaves are scalars
         self.basis = isinstance(view, BasisView) or getattr(bart_rv.owner.op, "lines", False)
         dependent = [k for k, p in enumerate(params) if value_var in set(ancestors([p]))]
         if view is not None and dependent:
@@ -240,8 +240,6 @@ class FamilyWorkingModel:
         # the asymmetric Laplace's working curvature (its Fisher information) says nothing of where a leaf's
         # conditional sits, whatever the prior: always refined (m = 20, q = 0.8: acceptance 0.50 against 0.29)
         self.refine = bool(self.kind == observation.ASYM_LAPLACE or 0.5 * self.s2 * np.sqrt(0.5 * info) > 1.0)
-        if self.basis:  # the refined proposal is written for one value per leaf
-            self.refine = False
         return self.refine
 
 

@@ -1,5 +1,8 @@
 """Small PyMC fits shared by the end-to-end tests."""
 
+import contextlib
+from unittest import mock
+
 import numpy as np
 import pymc as pm
 
@@ -80,3 +83,18 @@ def assert_state_resumes(model, step, var: str):
     again, stats_again = step.step(step.step(saved)[0])
     np.testing.assert_array_equal(first[var], again[var])
     return again, stats, stats_again
+
+
+@contextlib.contextmanager
+def leaf_proposal(refine: bool):
+    """Within it, the expansion route proposes leaves from the Newton-refined ``q`` (``refine``) or from their
+    working conditional, whatever its own rule would choose (``FamilyWorkingModel.choose_leaf_proposal``), so a
+    test covers both."""
+    from pymc_treesamplers.routes.family import FamilyWorkingModel
+
+    def choose(self, m):
+        self.refine = bool(refine)
+        return self.refine
+
+    with mock.patch.object(FamilyWorkingModel, "choose_leaf_proposal", choose):
+        yield
