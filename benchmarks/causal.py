@@ -136,10 +136,12 @@ def render(saved: dict) -> str:
     st, results = saved["settings"], saved["results"]
     ok = [r for r in results if r.get("status") == "ok"]
     lines = harness.header_lines("Causal forests by composition against stochtree's BCFModel", saved["meta"])
+    arms = ("* `ours`: the treatment-effect prior of Hahn et al. (the effect's leaf sd sd(y) / sqrt(50), a "
+            "HalfNormal(1) scale on the effect)")
+    if "ours-defaults" in st.get("methods", METHODS):
+        arms += "; `ours-defaults`: `leaf_basis`'s default leaf prior, no scale"
     lines += [f"* {st['reps']} replicates per setting; ours: {st['chains']} chains x ({st['tune']} + {st['draws']}); "
-              "stochtree: its defaults. Design, models and scores: `benchmarks/causal.py`.",
-              "* `ours`: the treatment-effect prior of Hahn et al. (the effect's leaf sd sd(y) / sqrt(50), a "
-              "HalfNormal(1) scale on the effect); `ours-defaults`: `leaf_basis`'s default leaf prior, no scale.", ""]
+              "stochtree: its defaults. Design, models and scores: `benchmarks/causal.py`.", arms + ".", ""]
     rows, verdict = [], []
     for linear, hetero, n in SETTINGS:
         by = {r["spec"]["method"]: r for r in ok if (r["spec"]["linear"], r["spec"]["hetero"], r["spec"]["n"])
