@@ -299,11 +299,13 @@ def test_the_term_stands_for_its_coefficient_in_steps_and_pymc_bart_calls():
     matplotlib.use("Agg")
     codes, r, _ = tiny_data(0)
     X = codes.astype(float)
+    # a name no other test's fit holds: pymc-bart's call forms find the fit among the session's InferenceData by
+    # the variable's name and rows, and refuse to choose when other tests' fits of "mu" on these rows are alive
     with pm.Model():
-        term = pmt.BART("mu", X, r, m=3, leaf_basis=BASIS)
+        term = pmt.BART("effect", X, r, m=3, leaf_basis=BASIS)
         pm.Normal("y", term, 0.5, observed=r)
         step = pmt.CGMStep([term])
-        assert step.var_name == "mu"
+        assert step.var_name == "effect"
         idata = pm.sample(tune=5, draws=5, chains=1, step=[step], random_seed=2, progressbar=False,
                           compute_convergence_checks=False)
     shares, _ = pmt.get_variable_inclusion(idata, X)
