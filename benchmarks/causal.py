@@ -32,6 +32,7 @@ posterior mean), the share of rows whose 95% interval covers the true effect, an
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 import time
@@ -181,18 +182,20 @@ def _describe(res: dict) -> str:
     return f"CATE RMSE {res['cate_rmse']:.3g}, cover {res['cate_cover']:.2f}, wall {res['wall_s_median']:.3g} s"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, methods=args.cases)
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """Every chosen method on every simulated setting (linear or not, heterogeneous or not, n), one run each."""
+    st = harness.chosen_settings(args, QUICK, FULL, methods=args.cases)
     runs = []
     for linear, hetero, n in SETTINGS:
         for method in args.cases:
             spec = {"method": method, "linear": linear, "hetero": hetero, "n": n, "reps": st["reps"],
                     **{k: st[k] for k in ("tune", "draws", "chains")}}
             runs.append((f"{method} {'lin' if linear else 'nonlin'} {'het' if hetero else 'hom'} n{n}", spec))
-    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, _describe), render)
+    return st, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, _describe, render, plan)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ defaults with pymc-bart and stochtree on them.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
@@ -120,11 +121,9 @@ def _describe(res: dict) -> str:
     return f"log score {res['log_score']:.4g}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """Each chosen case's grid of defaults on each of its tuning data sets, one run per split."""
+    st = harness.chosen_settings(args, QUICK, FULL, cases=args.cases)
     runs = []
     for case in args.cases:
         for lik, m, bart, mean in _settings(case):
@@ -134,8 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                             "seed": seed, "tune": st["tune"], "draws": st["draws"], "chains": st["chains"],
                             **({"mean": mean} if mean else {})}
                     runs.append((f"{case} {data} {_label(spec)} {seed}".replace(" ", "_").replace(",", ""), spec))
-    results = harness.run_specs(MODULE, args, runs, _describe)
-    return harness.finish(MODULE, argv, args, st, results, render)
+    return st, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, _describe, render, plan)
 
 
 if __name__ == "__main__":

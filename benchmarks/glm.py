@@ -28,6 +28,7 @@ held out from that choice.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -251,11 +252,9 @@ def describe(res: dict) -> str:
     return f"log score {res['log_score']:.4g}, wall {res['wall_s']:.3g} s"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """The chosen cases' fits, one run per data set, split and arm (per seed and method for ``hetero``)."""
+    st = harness.chosen_settings(args, QUICK, FULL, cases=args.cases)
     mcmc = {k: st[k] for k in ("tune", "draws", "chains")}
     runs = []
     if "binary" in args.cases:
@@ -277,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     if "hetero" in args.cases:
         runs += [(f"hetero {m} {s}", {"case": "hetero", "method": m, "seed": s, "m": st["hetero_m"], **mcmc})
                  for s in range(st["hetero_seeds"]) for m in HETERO_METHODS]
-    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, describe), render)
+    return st, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, describe, render, plan)
 
 
 if __name__ == "__main__":

@@ -210,11 +210,9 @@ def _describe(res: dict) -> str:
     return f"ESS/s {res['ess_per_s']:.4g}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """The chosen cases' runs: sweeps per sampler and likelihood, sigma's updates and scale steps per method."""
+    st = harness.chosen_settings(args, QUICK, FULL, cases=args.cases)
     runs = []
     if "sweep" in args.cases:
         for sampler, lik in SWEEP_RUNS:
@@ -229,8 +227,11 @@ def main(argv: list[str] | None = None) -> int:
         for method in SIGMA_RUNS:
             runs.append((f"scale-step {method}", {"case": "scale-step", "method": method, "n": st["scale_n"],
                                                   "updates": st["scale_updates"]}))
-    results = harness.run_specs(MODULE, args, runs, _describe)
-    return harness.finish(MODULE, argv, args, st, results, render)
+    return st, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, _describe, render, plan)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ the finest partition (one leaf per vertex), above which no tree's likelihood rat
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
@@ -121,18 +122,23 @@ def render(saved: dict) -> str:
     return "\n".join(lines + harness.report_footer(saved, lambda sp: sp["case"]))
 
 
-def main(argv: list[str] | None = None) -> int:
-    def parse(a):
-        return harness.parse_case_args(a, MODULE, __doc__, CASES, "pimh-evidence", "C = 10, 100 only, 5 repeats")
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    return harness.parse_case_args(argv, MODULE, __doc__, CASES, "pimh-evidence", "C = 10, 100 only, 5 repeats")
 
-    argv, args, code = harness.start(argv, parse, worker_body)
-    if code is not None:
-        return code
+
+def describe(res: dict) -> str:
+    return f"σ {res['sigma']:.3f}, {res['leaves']} leaves"
+
+
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """One run per chosen case."""
     settings = {"quick": args.quick, "iters": 300, "repeats": 5 if args.quick else 20, "seed": 5,
                 "particles": list(PARTICLES[:2] if args.quick else PARTICLES)}
-    runs = [(c, {"case": c, **settings}) for c in args.cases]
-    results = harness.run_specs(MODULE, args, runs, lambda r: f"σ {r['sigma']:.3f}, {r['leaves']} leaves")
-    return harness.finish(MODULE, argv, args, settings, results, render)
+    return settings, [(c, {"case": c, **settings}) for c in args.cases]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, describe, render, plan)
 
 
 if __name__ == "__main__":

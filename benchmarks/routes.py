@@ -25,6 +25,7 @@ held-out log score; and the ratio of the two routes' ESS/s per split (geometric 
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
@@ -102,18 +103,20 @@ def _describe(res: dict) -> str:
     return f"ESS/s of f {res['ess_f_per_s']:.3g}, log score {res['log_score']:.4g}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, heldout.run)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """Each chosen case's fits by both routes (once where ``auto`` is the expansion), one run per split."""
+    st = harness.chosen_settings(args, QUICK, FULL, cases=args.cases)
     runs = [(f"{data} {lik} {route} {seed}", {"case": case, "data": data, "likelihood": lik, "method": "ours",
                                                "route": route, "seed": seed,
                                                **{k: st[k] for k in ("m", "tune", "draws", "chains")}})
             for case in args.cases for data, lik in FITS[case]
             for seed in range(1 if data in ONE_SPLIT else st["splits"]) for route in ROUTES
             if not (lik in ONE_ROUTE and route == "auto")]
-    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, _describe), render)
+    return st, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, heldout.run, _describe, render, plan)
 
 
 if __name__ == "__main__":

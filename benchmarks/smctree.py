@@ -663,9 +663,12 @@ def _describe(res: dict) -> str:
     return f"log pred {fmt(_mean(res, 'log_pred'), 4)}, fit {_secs(_mean(res, 'fit_s'))} (mean over splits)"
 
 
-def _runs(st: dict, cases: list[str]) -> list[tuple[str, dict]]:
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """Each chosen case's SMC configurations, CGM budgets and scikit-learn references."""
+    st = harness.chosen_settings(args, QUICK, FULL, cases=args.cases,
+                          scikit_learn=harness.package_versions(("scikit-learn",))["scikit-learn"])
     runs = []
-    for case in cases:
+    for case in args.cases:
         base = {"case": case, "seeds": st["seeds"]}
         for prop in PROPOSALS:
             fams = [(exp, islands, "equal") for exp in EXPANSIONS for islands in st["islands"]]
@@ -678,17 +681,11 @@ def _runs(st: dict, cases: list[str]) -> list[tuple[str, dict]]:
         runs += [(f"{case} cgm {d}", {**base, "method": "cgm", "tune": st["cgm_tune"], "draws": d})
                  for d in st["cgm_draws"]]
         runs += [(f"{case} {arm}", {**base, "method": arm, "rf_trees": st["rf_trees"]}) for arm in SKLEARN[case]]
-    return runs
+    return st, runs
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases,
-              scikit_learn=harness.package_versions(("scikit-learn",))["scikit-learn"])
-    results = harness.run_specs(MODULE, args, _runs(st, args.cases), _describe)
-    return harness.finish(MODULE, argv, args, st, results, render)
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, _describe, render, plan)
 
 
 if __name__ == "__main__":

@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     argv, args, code = harness.start(argv, parse_args, worker_body)
     if code is not None:
         return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, repeats=args.repeats, cases=args.cases)
+    st = harness.chosen_settings(args, QUICK, FULL, repeats=args.repeats, cases=args.cases)
     st["sources"] = args.sources
     with tempfile.TemporaryDirectory(prefix="speed_") as tmp:
         _write_data(st, Path(tmp))

@@ -22,6 +22,7 @@ mean and log-sd functions against the truth.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
@@ -86,15 +87,17 @@ def parse_args(argv: list[str]):
                                    timeout_min=20.0)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, cases=args.cases)
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """Every method on each chosen case, one run per split."""
+    st = harness.chosen_settings(args, QUICK, FULL, cases=args.cases)
     mcmc = {k: st[k] for k in ("tune", "draws", "chains", "m")}
     runs = [(f"{case} {method} {seed}", {"case": case, "method": method, "seed": seed, **mcmc})
             for case in args.cases for seed in range(st["splits"]) for method in METHODS]
-    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, glm.describe), render)
+    return st, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, glm.describe, render, plan)
 
 
 if __name__ == "__main__":

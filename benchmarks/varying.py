@@ -24,6 +24,7 @@ Scores: RMSE of the posterior mean at the held-out rows against the true ``f`` a
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -132,15 +133,17 @@ def _describe(res: dict) -> str:
     return f"RMSE vs f {res['rmse_f']:.3g}, wall {res['wall_s']:.3g} s"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv, args, code = harness.start(argv, parse_args, worker_body)
-    if code is not None:
-        return code
-    st = dict(QUICK if args.quick else FULL, quick=args.quick, methods=args.cases)
+def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
+    """Every chosen method, one run per seed."""
+    st = harness.chosen_settings(args, QUICK, FULL, methods=args.cases)
     mcmc = {k: st[k] for k in ("tune", "draws", "chains", "n")}
     runs = [(f"{method} {seed}", {"method": method, "seed": seed, **mcmc})
             for seed in range(st["seeds"]) for method in args.cases]
-    return harness.finish(MODULE, argv, args, st, harness.run_specs(MODULE, args, runs, _describe), render)
+    return st, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    return harness.grid_main(MODULE, argv, parse_args, worker_body, _describe, render, plan)
 
 
 if __name__ == "__main__":

@@ -289,6 +289,12 @@ def grid_main(module: str, argv: list[str] | None, parse_args: Callable[[list[st
     return finish(module, argv, args, settings, run_specs(module, args, runs, describe), render)
 
 
+def chosen_settings(args: argparse.Namespace, quick: dict, full: dict, **extra) -> dict:
+    """A run's settings: the ``quick`` sizes under ``--quick``, else the ``full`` ones, then ``quick`` and
+    ``extra`` in the order given (the order the saved JSON keeps)."""
+    return dict(quick if args.quick else full, quick=args.quick, **extra)
+
+
 def print_status(res: dict, describe: Callable[[dict], str], t0: float) -> None:
     """One line on stderr: status, the script's summary of a successful result, contention."""
     msg = res.get("status", "?")
