@@ -21,12 +21,21 @@ def _slow_list() -> set[str]:
     return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m and -k deselect: every collected test is seen
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests listed in tests/slow.txt ``slow``: ``make check`` runs the rest."""
+    """Mark the tests listed in tests/slow.txt ``slow`` (the one place slowness is written): ``make check`` runs
+    the rest. A whole-suite collection refuses a listed id that no longer exists (a renamed test would silently
+    leave the list)."""
     slow = _slow_list()
     for item in items:
         if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+    if not config.args or [Path(a).resolve() for a in config.args] == [Path(config.rootpath) / t for t in
+                                                                        config.getini("testpaths")]:
+        stale = slow - {item.nodeid for item in items}
+        if stale:
+            raise pytest.UsageError(f"tests/slow.txt lists tests that do not exist: {sorted(stale)[:5]} (and "
+                                    f"{max(len(stale) - 5, 0)} more); regenerate it (scripts/slow_tests.py)")
 
 
 @pytest.fixture(autouse=True)

@@ -71,7 +71,6 @@ def merged(client):
                                   compute_convergence_checks=False, **KW)
 
 
-@pytest.mark.slow
 def test_chains_are_pm_samples_chains(merged):
     model = build_model()
     with model:
@@ -90,7 +89,6 @@ def test_chains_are_pm_samples_chains(merged):
     assert len(attrs["chain_sampling_time"]) == 4 and attrs["sampling_time"] > 0
 
 
-@pytest.mark.slow
 def test_merged_result_predicts_diagnoses_and_round_trips(merged, tmp_path):
     X, _ = _data()
     # draw-matched: the stored forests at the training rows are the posterior draws of mu
@@ -109,7 +107,6 @@ def test_merged_result_predicts_diagnoses_and_round_trips(merged, tmp_path):
     assert int(again.posterior.attrs["random_seed"]) == SEED
 
 
-@pytest.mark.slow
 def test_a_dying_worker_costs_only_its_chain(client, merged):
     with pytest.raises(ChainsFailed, match=r"1 of 3 chains failed") as info:
         pmt.distributed.sample(build_model, chains=3, client=client, random_seed=SEED, step=grow_prune,
@@ -125,7 +122,6 @@ def test_a_dying_worker_costs_only_its_chain(client, merged):
     np.testing.assert_array_equal(idata.posterior["sigma"].values, merged.posterior["sigma"].values[[0, 2]])
 
 
-@pytest.mark.slow
 def test_a_raising_chain_is_reported_with_its_cause(client):
     def broken():
         raise ValueError("no data on this worker")
@@ -139,7 +135,6 @@ def test_a_raising_chain_is_reported_with_its_cause(client):
     assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
 
 
-@pytest.mark.slow
 def test_own_cluster_fresh_seed_per_chain_initvals_and_warmup(by_value):
     """No client: sample starts and closes its own cluster; a fresh seed is recorded and reproduces the run;
     initvals per chain and the warmup groups come through."""

@@ -62,8 +62,7 @@ def _posterior_tv(s, both_ways=True):
     return coding_tv(s, X, r, *stated_coding(X, both_ways=both_ways), thin=THIN.get(s.name))
 
 
-@pytest.mark.parametrize("s", [pytest.param(s, marks=() if s.name == "cgm" else pytest.mark.slow)
-                               for s in SAMPLERS if s.posterior is not None], ids=str)
+@pytest.mark.parametrize("s", [s for s in SAMPLERS if s.posterior is not None], ids=str)
 def test_posterior_with_missing_values_matches_enumeration(s):
     tv, threshold = _posterior_tv(s)
     assert tv < threshold, f"TV {tv:.4f} >= {threshold:.4f}"

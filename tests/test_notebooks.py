@@ -13,7 +13,6 @@ def test_there_are_notebooks():
     assert len(NOTEBOOKS) >= 5
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path, tmp_path):
     book = nbformat.read(path, as_version=4)

@@ -41,7 +41,6 @@ def _sample(model_fn, step_cls, draws, seed, **options):
     return model, idata
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step_cls, thin", [(pmt.CGMStep, 10), (pmt.PGBARTStep, 20)], ids=["cgm", "pg"])
 def test_outputs_summed_in_a_mean_match_pair_enumeration(step_cls, thin):
     """Each output's tree is updated given the other's current value: the pair of partitions must
@@ -67,7 +66,6 @@ def test_outputs_summed_in_a_mean_match_pair_enumeration(step_cls, thin):
     assert tv_distance(product, empirical(keys)) > threshold
 
 
-@pytest.mark.slow
 def test_outputs_under_their_own_likelihoods_match_enumeration():
     """Output 0 under a Bernoulli-logit likelihood (Metropolis-Hastings corrected working model),
     output 1 under a Normal one (exact pseudo-data): each output's partitions follow its own

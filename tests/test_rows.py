@@ -134,7 +134,6 @@ def _chain(step_cls, threads, n=3 * PAR_MIN, draws=3, seed=5):
 
 
 @needs_two
-@pytest.mark.slow
 @pytest.mark.parametrize("step_cls", [pmt.GrowPruneStep, pmt.CGMStep, pmt.PGBARTStep, pmt.CTBirthDeathStep,
                                       pmt.ReshapeStep])
 def test_same_draws_with_one_and_two_threads(step_cls):
@@ -277,7 +276,6 @@ def test_collapse_of_a_long_node_puts_its_rows_back_in_order():
     assert pj[n - 1] == before[n - 1]
 
 
-@pytest.mark.slow
 def test_block_paths_are_exact_on_enumerable_data(tmp_path):
     # the long-range paths (block sums, stable split, block code range, the merge on collapse) run only
     # from rows.PAR_MIN rows on, far beyond what can be enumerated: with blocks of 2 rows they run on
