@@ -12,7 +12,7 @@ Runs without PyMC (the GPU machine has numpy, numba, numba-cuda, JAX): the packa
 its own child process with a time limit (a crash, an out-of-memory or a hang costs only that cell; JAX and
 numba-cuda do not share a process). Results are written to DIR/gpu.json and DIR/gpu.md after every cell.
 
-* ``gpu``: ``pymc_treesamplers.gpu.GrowPruneGPU`` (float32 residual, sigma^2 conjugate), median seconds per
+* ``gpu``: ``pymc_treesamplers.gpu.DeviceChain`` (float32 residual, sigma^2 conjugate), median seconds per
   sweep over KEEP sweeps after WARM sweeps; its driver (``coop``: one cooperative launch per sweep, or
   ``launch``: per-tree launches, with the reason); GPU memory: used memory (total - free) after the sweeps
   minus before the state was allocated, and the state's own bytes; the training RMSE from the device's
@@ -141,7 +141,7 @@ def child_gpu(n, cfg):
         np.row_stack = np.vstack
     from numba import cuda
 
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     X, y = friedman1(n)
     codes, thr = _codes(X)
@@ -149,7 +149,7 @@ def child_gpu(n, cfg):
     ctx = cuda.current_context()
     free0, total = ctx.get_memory_info()
     t0 = time.perf_counter()
-    g = GrowPruneGPU(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32,
+    g = DeviceChain(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32,
                      thresholds=thr)
     setup = time.perf_counter() - t0
     times = []
@@ -188,7 +188,7 @@ def _variants(codes, y, cfg, simulator):
     prefetch (no gain) and half the multiprocessors' blocks (a loss at 10^7): not repeated."""
     from numba import cuda
 
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     sms = 2 if simulator else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
     out = []
@@ -200,7 +200,7 @@ def _variants(codes, y, cfg, simulator):
         if name == "blocks=1x512" and len(y) > 10**5:
             continue  # one multiprocessor's bandwidth: only small n can gain from no grid barrier at all
         try:
-            g = GrowPruneGPU(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32, **kw)
+            g = DeviceChain(codes, y, m=cfg["m"], sigma2_prior=sigma2_prior(y), rng=SEED, dtype=np.float32, **kw)
             if name == "ablate:no-rows":
                 # no block takes rows: what is left of a sweep is its fixed cost per tree (barriers, decisions,
                 # each block's set-up and reductions); its draws mean nothing, its time says where time goes
@@ -227,7 +227,7 @@ def _device_checks(g, y, codes, cfg):
     forest's fit read from the node tables; (b) the device chain equals the CPU twin's, sweep by sweep, from
     the same seed (float64 residual, the first CHECK_N rows, m = 20), grow/prune and CGM's move set (keys
     ``cgm_...``): the simulator tests' check on hardware."""
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     out = {}
     t = time.perf_counter()
@@ -241,8 +241,8 @@ def _device_checks(g, y, codes, cfg):
             nc, m = min(CHECK_N, len(y)), min(20, cfg["m"])
             sweeps = 4 if os.environ.get("NUMBA_ENABLE_CUDASIM") else 30
             kw = dict(m=m, sigma2_prior=sigma2_prior(y[:nc]), rng=7, dtype=np.float64, move_probs=probs)
-            dev = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cuda", **kw)
-            twin = GrowPruneGPU(codes[:, :nc], y[:nc], backend="cpu", **kw)
+            dev = DeviceChain(codes[:, :nc], y[:nc], backend="cuda", **kw)
+            twin = DeviceChain(codes[:, :nc], y[:nc], backend="cpu", **kw)
             first_diff, max_dv = -1, 0.0
             for s in range(sweeps):
                 dev.sweep()

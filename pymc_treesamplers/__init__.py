@@ -5,14 +5,13 @@
 ['CGMStep', 'CTBirthDeathStep', 'GrowPruneStep', 'PGBARTStep', 'ReshapeStep']
 """
 
-import importlib
 import logging
 import warnings
 
 import pymc as pm
 
-from . import distributed, moved
-from .engine.splitprior import DirichletSplitPrior
+from . import distributed
+from .engine import DirichletSplitPrior
 from .estimators.gfr import GFRRegressor
 from .estimators.smctree import SMCTreeClassifier, SMCTreeRegressor
 from .model.bart import BART
@@ -76,16 +75,6 @@ __all__ = [
     "weighted_mean",
 ]
 __version__ = "0.1.0"
-
-# The modules' paths before the top level was grouped stay importable (pymc_treesamplers.plots, .storage, ...)
-moved.install()
-
-
-def __getattr__(name: str):
-    # pmt.storage, pmt.predictive, ...: a moved module as an attribute, as it was before the grouping
-    if f"{__name__}.{name}" in moved.MOVED:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # The one-time "compiling the kernels" notice is INFO: shown like PyMC's own sampling messages
 # (same rule as pymc/__init__.py: only when the application has not configured logging itself)

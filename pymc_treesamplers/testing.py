@@ -26,14 +26,12 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .engine.driver import register_likelihood
-from .engine.records import Pseudo
-from .engine.tree import add_tree
+from .engine import Pseudo, add_tree, register_likelihood
 from .gpu.layout import CHANGE, SWAP
 from .routes.augment import Augmented, pg1
 from .routes.correction import commit_exp_rows, metropolis, scatter_leaves
-from .routes.families import FamilyLik, family_pseudo
-from .routes.families import _propose_leaves as propose_leaves
+from .routes.family_record import FamilyLik, family_pseudo
+from .routes.family_record import _propose_leaves as propose_leaves
 from .routes.observation import loglink_row, row_loglik
 
 __all__ = ["GPU_WRONG", "LazyGaussian", "LikelihoodOnlyLogLink", "UncorrectedFamily", "UntiltedAugmented",
@@ -63,7 +61,7 @@ register_likelihood(LazyGaussian, _pseudo, _accept)
 
 # FamilyLik's fields under another type, so the driver dispatches to the deliberately wrong accept
 UncorrectedFamily = NamedTuple("UncorrectedFamily", list(FamilyLik.__annotations__.items()))
-UncorrectedFamily.__doc__ = """:class:`~pymc_treesamplers.routes.families.FamilyLik` whose accept step
+UncorrectedFamily.__doc__ = """:class:`~pymc_treesamplers.routes.family_record.FamilyLik` whose accept step
 drops the working likelihood from the ratio: a deliberately wrong correction, which exactness tests
 must detect."""
 
@@ -91,8 +89,8 @@ register_likelihood(UncorrectedFamily, family_pseudo, _uncorrected_accept)
 
 # FamilyLik's fields again, for the log-link route's deliberately wrong correction
 LikelihoodOnlyLogLink = NamedTuple("LikelihoodOnlyLogLink", list(FamilyLik.__annotations__.items()))
-LikelihoodOnlyLogLink.__doc__ = """:class:`~pymc_treesamplers.routes.families.FamilyLik` on the log-link route whose
-accept step uses the likelihood ratio alone, dropping the leaves' prior, their proposal density and the Laplace
+LikelihoodOnlyLogLink.__doc__ = """:class:`~pymc_treesamplers.routes.family_record.FamilyLik` on the log-link route
+whose accept step uses the likelihood ratio alone, dropping the leaves' prior, their proposal density and the Laplace
 marginals: a deliberately wrong correction, which exactness tests must detect."""
 
 

@@ -8,8 +8,8 @@ import pymc as pm
 import pytest
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.bart import bart_spec
-from pymc_treesamplers.binning import bin_columns
+from pymc_treesamplers.model.bart import bart_spec
+from pymc_treesamplers.model.binning import bin_columns
 
 X = np.random.default_rng(0).uniform(size=(40, 3))
 Y = X[:, 0] * 4 + 1

@@ -7,7 +7,7 @@ import pymc as pm
 import pytest
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.callers import UnsupportedMethodError
+from pymc_treesamplers.model.callers import UnsupportedMethodError
 
 QUIET = {"tune": 20, "draws": 20, "chains": 1, "progressbar": False, "compute_convergence_checks": False,
          "random_seed": 1}

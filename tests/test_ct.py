@@ -105,7 +105,7 @@ def test_ct_prior_recovered_under_flat_likelihood(alpha, beta, split_weights, mo
 def _wu_roots(kw, seed):
     """Root variable of each kept draw of one chain on the Wu et al. data at noise sd 0.1."""
     from pymc_treesamplers.datasets import wu_tjelmeland_west
-    from pymc_treesamplers.storage import decode_forest
+    from pymc_treesamplers.results.storage import decode_forest
 
     X, y, _ = wu_tjelmeland_west(300, 0.1, seed)
     with pm.Model():

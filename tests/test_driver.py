@@ -63,7 +63,7 @@ def _lazy_draws(step_cls, options, keep, n_draws, thin, seed, start_splits=0):
     labels = np.empty((n_draws, n), dtype=np.int64)
     step = make_step(step_cls, options, n, 2)
     _lazy_chain(np.random.default_rng(seed), n_draws, thin, keep, data, TreePrior(0.95, 2.0, 0.0, 1.0),
-                forest.arrays(), r, w, labels, new_scratch_tree(n), step._new_scratch(data.codes, 1),
+                forest.arrays(), r, w, labels, new_scratch_tree(n), step.new_scratch(data.codes, 1),
                 np.zeros(1, np.bool_))
     return codes, r, w, forest, [partition_key(row) for row in labels]
 

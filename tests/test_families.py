@@ -9,7 +9,7 @@ tests/test_routes.py.
 The exact answer enumerates every tree of the tiny data set (tests/helpers/exact.py) with each leaf's
 marginal likelihood computed by quadrature over the leaf value, from scipy's log densities (not the
 package's). The chain is the step's own sweep with the likelihood record the step builds
-(``routes.families.FamilyLik``), so each tree update is the sampler's working-model kernel plus
+(``routes.family_record.FamilyLik``), so each tree update is the sampler's working-model kernel plus
 the Metropolis-Hastings correction. Thresholds: the 99.9% quantile of the TV distance of iid
 multinomial samples of the same size, as everywhere.
 """

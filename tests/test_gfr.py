@@ -13,7 +13,7 @@ import pytest
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.updates.gfr import new_gfr_scratch
-from pymc_treesamplers.storage import decode_forest
+from pymc_treesamplers.results.storage import decode_forest
 from tests.helpers.exact import (
     empirical,
     exact_pair_posterior,
@@ -31,7 +31,7 @@ from tests.helpers.samplers import MAIN
 class _GFROnly(pmt.CGMStep):
     """A step whose kernel chain is the grow-from-root sweep itself (its scratch record is GFR's)."""
 
-    def _new_scratch(self, codes, m):
+    def new_scratch(self, codes, m):
         return new_gfr_scratch(codes)
 
 

@@ -49,9 +49,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _twin_keys(codes, r, sigma2, m, n_draws, thin, seed, wrong=None, alpha=0.95, beta=2.0, split_weights=None,
                move_probs=(0.5, 0.5, 0.0, 0.0), subtree_cap=layout.SUBMAX):
     """Partition keys of a twin chain: tree 0's (m = 1) or both trees' (m = 2) row partitions per kept draw."""
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
-    g = GrowPruneGPU(codes.T, r, m=m, alpha=alpha, beta=beta, mu0=0.0, sigma_mu=1.0, fixed_sigma2=sigma2,
+    g = DeviceChain(codes.T, r, m=m, alpha=alpha, beta=beta, mu0=0.0, sigma_mu=1.0, fixed_sigma2=sigma2,
                      rng=seed, dtype=np.float64, backend="cpu", split_weights=split_weights,
                      move_probs=move_probs, subtree_cap=subtree_cap)
     sweeps = twin.sweeps if wrong is None else wrong_gpu_sweeps(wrong)
@@ -211,16 +211,16 @@ SIM_SCRIPT = textwrap.dedent(
     warnings.filterwarnings("ignore")  # numpy's uint64 wrap-around warnings of the simulated generator
     import numpy as np
     from tests.helpers.exact import tiny_data
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     codes, r, _ = tiny_data(0)
     out = {{}}
     for name, m, fixed, sweeps, dtype, mode, blocks, barrier, probs in {cases!r}:
         kw = dict(m=m, mu0=0.0, sigma_mu=1.0, fixed_sigma2=fixed, sigma2_prior=(1.5, 0.3), rng=7,
                   threads_per_block=4, dtype=np.dtype(dtype), move_probs=probs)
-        dev = GrowPruneGPU(codes.T, r, backend="cuda", mode=mode, blocks=blocks, barrier=barrier, **kw)
+        dev = DeviceChain(codes.T, r, backend="cuda", mode=mode, blocks=blocks, barrier=barrier, **kw)
         assert dev.mode == mode and (mode != "coop" or dev.kernel == barrier), (dev.mode, dev.kernel, dev.mode_note)
-        twin = GrowPruneGPU(codes.T, r, backend="cpu", **kw)
+        twin = DeviceChain(codes.T, r, backend="cpu", **kw)
         first_diff, max_dv, max_ds, rule_moves = -1, 0.0, 0.0, 0
         for s in range(sweeps):
             before = twin.trees()
@@ -286,7 +286,7 @@ def test_float32_residual_is_resynchronised():
     (float64) every so many sweeps. Over the same 150 sweeps (m = 20) the drift without it is many times the
     float32 rounding that is left right after a resynchronisation, and the trees are the same draws either way
     up to the chain's first rounding-driven difference (none here: the decisions do not sit on the edge)."""
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     rng = np.random.default_rng(4)
     X = rng.uniform(size=(400, 3))
@@ -294,7 +294,7 @@ def test_float32_residual_is_resynchronised():
     codes = np.floor(X * 32).astype(np.int64).T
     err = {}
     for resync in (0, 150):
-        g = GrowPruneGPU(codes, y, m=20, rng=3, dtype=np.float32, backend="cpu", resync=resync,
+        g = DeviceChain(codes, y, m=20, rng=3, dtype=np.float32, backend="cpu", resync=resync,
                          sigma2_prior=(1.5, 0.05))
         for _ in range(150):
             g.sweep()
@@ -302,23 +302,23 @@ def test_float32_residual_is_resynchronised():
     ulp = float(np.spacing(np.float32(np.abs(y - g.fit()).max())))
     assert err[150] <= ulp, err
     assert err[0] > 20 * err[150], err  # the drift the resynchronisation removes
-    assert GrowPruneGPU(codes, y, m=2, backend="cpu").resync == 50
-    assert GrowPruneGPU(codes, y, m=2, backend="cpu", dtype=np.float64).resync == 0
+    assert DeviceChain(codes, y, m=2, backend="cpu").resync == 50
+    assert DeviceChain(codes, y, m=2, backend="cpu", dtype=np.float64).resync == 0
 
 
 def test_encoded_forest_predicts_the_sweeps_fit():
     """The stored forest format (storage.encode_preorder): decoded and walked by the predict kernel on X, it
     gives the sweep's own fit at the training rows (so ``pmt.predict`` reads a GPU draw)."""
-    from pymc_treesamplers.binning import bin_columns
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
-    from pymc_treesamplers.predictive import _extended, predict_preorder
-    from pymc_treesamplers.storage import decode_forest
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
+    from pymc_treesamplers.model.binning import bin_columns
+    from pymc_treesamplers.results.predictive import _extended, predict_preorder
+    from pymc_treesamplers.results.storage import decode_forest
 
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(300, 3))
     y = 3 * (X[:, 0] > 0.5) + X[:, 1] + rng.normal(0, 0.3, 300)
     b = bin_columns(X)
-    g = GrowPruneGPU(b.codes, y, m=5, rng=1, dtype=np.float64, backend="cpu", thresholds=b.thresholds,
+    g = DeviceChain(b.codes, y, m=5, rng=1, dtype=np.float64, backend="cpu", thresholds=b.thresholds,
                      sigma2_prior=(1.5, 0.1))
     for _ in range(20):
         g.sweep()
@@ -407,19 +407,19 @@ def test_kernel_compiles_for_a_real_gpu(kernel, monkeypatch):
     ({"spin_ns": -1}, "spin_ns"), ({"spin_ns": 0.5}, "spin_ns"),
 ])
 def test_bad_options_are_refused_by_name(kwargs, match):
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     with pytest.raises(ValueError, match=match):
-        GrowPruneGPU(np.array([[0, 1, 2, 2]]), np.array([0.0, 0.1, 1.0, 1.1]), **{"backend": "cpu", **kwargs})
+        DeviceChain(np.array([[0, 1, 2, 2]]), np.array([0.0, 0.1, 1.0, 1.1]), **{"backend": "cpu", **kwargs})
 
 
 def test_a_tree_past_the_node_slots_stops_with_the_way_out():
     """A tree that needs more than MAXN node slots (a single tree on a wiggly signal, tiny noise, a prior that
     favours deep trees) stops the sweep with an error that names the limit and the routes around it."""
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     x = np.arange(600)
-    g = GrowPruneGPU((x * 256 // 600)[None, :], 10 * np.sin(x / 10.0), m=1, alpha=0.99, beta=0.0, fixed_sigma2=1e-4,
+    g = DeviceChain((x * 256 // 600)[None, :], 10 * np.sin(x / 10.0), m=1, alpha=0.99, beta=0.0, fixed_sigma2=1e-4,
                      rng=0, backend="cpu", dtype=np.float64)
     with pytest.raises(RuntimeError, match=f"more than {layout.MAXN} nodes.*backend='cpu'.*more trees"):
         for _ in range(3000):

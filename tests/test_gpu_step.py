@@ -3,7 +3,7 @@ backend="cuda")`` (issue 32 item 2; steps/gpu.py).
 
 1. The step's sweeps are the GPU sweep's own draws: driven by PyMC's ``step.step(point)`` with sigma fixed and an
    offset in the Normal mean that moves between draws (the device residual follows the pseudo-data), the
-   ``"cuda-twin"`` step gives, draw after draw, the trees and the fit of a standalone ``GrowPruneGPU`` (CPU twin)
+   ``"cuda-twin"`` step gives, draw after draw, the trees and the fit of a standalone ``DeviceChain`` (CPU twin)
    from the same seed and sigma. With the exactness tests of tests/test_gpu.py (twin = enumeration, device =
    twin), the step samples the posterior.
 2. ``pm.sample`` with ``backend="cuda"`` on numba's CUDA simulator (a child process, NUMBA_ENABLE_CUDASIM=1)
@@ -28,7 +28,7 @@ import pymc as pm
 import pytest
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.storage import decode_forest
+from pymc_treesamplers.results.storage import decode_forest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,7 +47,7 @@ def _data(n=40, p=3, seed=0, nan=False):
 def test_step_sweeps_are_the_gpu_sweeps_own_draws(step_cls, probs):
     """``GrowPruneStep`` and ``CGMStep`` with a GPU backend: each draw is a standalone sweep's with the step's
     move probabilities, from the same seed and sigma, with an offset that moves."""
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     X, y = _data()
     sigma, m, draws = 0.5, 2, 25
@@ -58,7 +58,7 @@ def test_step_sweeps_are_the_gpu_sweeps_own_draws(step_cls, probs):
         step = getattr(pmt, step_cls)([mu], backend="cuda-twin")
     step.setup_chain(np.random.default_rng(5), tune=0, draws=draws)
     prior = step.prior
-    ref = GrowPruneGPU(step.data.codes, y, m=m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
+    ref = DeviceChain(step.data.codes, y, m=m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
                        sigma_mu=np.sqrt(prior.s2), fixed_sigma2=sigma**2, rng=np.random.default_rng(5),
                        dtype=np.float64, backend="cpu", move_probs=probs)
     point = model.initial_point()
@@ -85,7 +85,7 @@ def test_an_affine_mean_is_the_sweep_on_rescaled_data(b, ref_sigma):
     """y ~ Normal(a + b * mu, sigma): the adapter hands the sweep the pseudo-data (y - a) / b with noise sd
     sigma / |b| (the exact Gaussian working model's z and weight b^2 / sigma^2), so the step's draws are a
     standalone sweep's on those data; a reference that keeps sigma (the scaling forgotten) is caught."""
-    from pymc_treesamplers.gpu.driver import GrowPruneGPU
+    from pymc_treesamplers.gpu.device_chain import DeviceChain
 
     X, y = _data(seed=2)
     sigma, a, m, draws = 0.4, 0.7, 2, 30
@@ -96,7 +96,7 @@ def test_an_affine_mean_is_the_sweep_on_rescaled_data(b, ref_sigma):
     step.setup_chain(np.random.default_rng(8), tune=0, draws=draws)
     prior = step.prior
     s2 = (sigma / b) ** 2 if ref_sigma == "sigma / b" else sigma**2
-    ref = GrowPruneGPU(step.data.codes, (y - a) / b, m=m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
+    ref = DeviceChain(step.data.codes, (y - a) / b, m=m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
                        sigma_mu=np.sqrt(prior.s2), fixed_sigma2=s2, rng=np.random.default_rng(8), dtype=np.float64,
                        backend="cpu")
     point, same, leaves = model.initial_point(), [], []
@@ -118,7 +118,7 @@ SIM_SCRIPT = textwrap.dedent(
     import json, warnings
     warnings.filterwarnings("ignore")
     import numpy as np, pymc as pm, pymc_treesamplers as pmt
-    from pymc_treesamplers.storage import decode_forest
+    from pymc_treesamplers.results.storage import decode_forest
 
     rng = np.random.default_rng(1)
     n = 24

@@ -5,8 +5,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -33,27 +31,70 @@ def test_layout_page_matches_the_package():
 
 
 
-# the package's top-level modules before they were grouped (model/, results/, estimators/), all still importable
-_TOP_LEVEL_BEFORE = ["bart", "binning", "callers", "covariates", "datasets", "diagnostics", "distributed", "gfr",
-                     "jumps", "plots", "predictive", "sigma_prior", "smctree", "split_rules", "storage", "testing"]
+# a dotted path into the package, as code imports it and docs name it (``pymc_treesamplers.results.storage``,
+# ``pymc_treesamplers.engine.chain.Chain``)
+_DOTTED = re.compile(r"\bpymc_treesamplers(?:\.[A-Za-z_]\w*)+")
 
 
-def test_the_module_paths_before_the_grouping_still_import():
-    """``import pymc_treesamplers.plots``, ``from pymc_treesamplers.storage import ...`` and ``pmt.predictive``
-    give the very module that moved (one object: patching either path patches both)."""
+def _resolves(name: str) -> bool:
+    """Whether ``name`` is a module of the package, or an attribute reached from its longest importable prefix."""
     import importlib
 
-    import pymc_treesamplers as pmt
-    from pymc_treesamplers.moved import MOVED
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
 
-    for name in _TOP_LEVEL_BEFORE:
-        old = f"pymc_treesamplers.{name}"
-        module = importlib.import_module(old)
-        assert getattr(pmt, name) is module
-        assert module.__name__ == MOVED.get(old, old)
-    assert set(MOVED) <= {f"pymc_treesamplers.{n}" for n in _TOP_LEVEL_BEFORE}
-    with pytest.raises(ModuleNotFoundError):
-        importlib.import_module("pymc_treesamplers.no_such_module")
+
+def _written_paths() -> dict[str, list[str]]:
+    """Every dotted package path in the code, tests, benchmarks, notebooks and docs (not the changelog, which
+    records what was), with the files that write it."""
+    folders = ("pymc_treesamplers", "tests", "benchmarks", "scripts", "examples", "prototypes", "notebooks", "docs")
+    files = [p for folder in folders for p in sorted((ROOT / folder).rglob("*"))
+             if p.suffix in (".py", ".ipynb", ".md") and (ROOT / "benchmarks" / "results") not in p.parents]
+    found: dict[str, list[str]] = {}
+    for path in [*files, ROOT / "README.md", ROOT / "CONTRIBUTING.md"]:
+        if path == Path(__file__):
+            continue  # this file's own probes name paths that must not resolve
+        for name in set(_DOTTED.findall(path.read_text())):
+            found.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_written_package_path_resolves():
+    """No old module path anywhere: every ``pymc_treesamplers.…`` path in the package, tests, notebooks and docs
+    imports (or is an attribute of what imports) without a finder or alias; and nothing answers for the paths
+    from before the top level was grouped (``pymc_treesamplers.storage``, ``.bart``, ...)."""
+    import sys
+
+    import pymc_treesamplers as pmt
+
+    found = _written_paths()
+    assert len(found) > 50
+    assert not {name: files for name, files in found.items() if not _resolves(name)}
+    assert not any(type(f).__module__.startswith("pymc_treesamplers") for f in sys.meta_path)
+    for old in ("bart", "storage", "predictive", "binning", "callers", "smctree", "gfr"):
+        assert not _resolves(f"pymc_treesamplers.{old}"), old
+    # what a user is shown stays a plain attribute of the package
+    assert pmt.plots.__name__ == "pymc_treesamplers.results.plots"
+    assert pmt.diagnostics.__name__ == "pymc_treesamplers.results.diagnostics"
+
+
+def test_the_path_check_catches_an_old_path():
+    assert _resolves("pymc_treesamplers.results.storage.ForestFormatError")
+    assert _resolves("pymc_treesamplers.engine.chain.Chain.new")
+    assert not _resolves("pymc_treesamplers.storage.ForestFormatError")
+    assert not _resolves("pymc_treesamplers.results.diagnostics.no_such_function")
+    found = _DOTTED.findall("see `pymc_treesamplers.results.plots.plot_pdp`.")
+    assert found == ["pymc_treesamplers.results.plots.plot_pdp"]
 
 
 def _imports(path: Path, text: str | None = None) -> set[str]:
@@ -95,9 +136,9 @@ def test_the_engine_check_catches_an_import_from_outside():
     probe = ROOT / "pymc_treesamplers" / "engine" / "moves" / "growprune.py"
     assert _outside_engine(_imports(probe, "import pymc as pm")) == {"pymc"}
     assert _outside_engine(_imports(probe, "from pytensor.tensor import as_tensor")) == {"pytensor.tensor"}
-    assert _outside_engine(_imports(probe, "from ...bart import BART")) == {"pymc_treesamplers.bart"}
-    assert _outside_engine(_imports(probe, "from ... import predictive")) == {
-        "pymc_treesamplers", "pymc_treesamplers.predictive"}
+    assert _outside_engine(_imports(probe, "from ...model.bart import BART")) == {"pymc_treesamplers.model.bart"}
+    assert _outside_engine(_imports(probe, "from ... import results")) == {
+        "pymc_treesamplers", "pymc_treesamplers.results"}
     assert _outside_engine(_imports(probe, "from ..rows import range_suff\nfrom . import cgm")) == set()
 
 
@@ -145,3 +186,148 @@ def test_the_chain_check_catches_a_forest_built_by_hand():
     assert _hand_built("prior = TreePrior(0.95, 2.0, 0.0, 1.0)\nw = new_scratch_tree(4)") == {
         "TreePrior", "new_scratch_tree"}
     assert _hand_built("chain = Chain.new(codes, 3, alpha=0.95, beta=2.0, mu0=0.0, s2=1.0)") == set()
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """The package's modules and the package modules each imports (at any depth of the file, TYPE_CHECKING
+    blocks and function bodies included: a cycle there is a cycle of the design). ``from a import b`` is an
+    import of ``a.b`` when that is a module, else of ``a``; a name not a module is counted as its longest prefix
+    that is one."""
+    files = sorted((ROOT / "pymc_treesamplers").rglob("*.py"))
+    modules = {_module_name(p) for p in files}
+
+    def known(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for path in files:
+        package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges.update(known(a.name) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                edges.update(f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else known(mod) for a in node.names)
+        me = _module_name(path)
+        graph[me] = edges - {"", me}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_between_modules():
+    graph = _import_graph()
+    assert len(graph) > 80
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_catches_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_outside_the_engine_the_package_imports_its_public_names_only():
+    """The engine's face is engine/__init__.py: every other module of the package imports engine names from
+    ``pymc_treesamplers.engine`` itself, and only names in its ``__all__`` (tests and benchmarks may reach the
+    pieces)."""
+    import pymc_treesamplers.engine as engine
+
+    public = set(engine.__all__)
+    assert all(hasattr(engine, name) for name in public)
+    bad = {}
+    for path in sorted((ROOT / "pymc_treesamplers").rglob("*.py")):
+        if (ROOT / "pymc_treesamplers" / "engine") in path.parents:
+            continue
+        package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                if mod.startswith("pymc_treesamplers.engine.") or (
+                        mod == "pymc_treesamplers.engine" and {a.name for a in node.names} - public):
+                    bad.setdefault(str(path.relative_to(ROOT)), []).append(mod)
+            elif isinstance(node, ast.Import) and any(a.name.startswith("pymc_treesamplers.engine.")
+                                                      for a in node.names):
+                bad.setdefault(str(path.relative_to(ROOT)), []).append("import")
+    assert not bad
+
+
+def _private_reads(path: Path, name: str = "step") -> set[str]:
+    """The private attributes (``_x``, not dunder) a module reads or writes on a variable named ``name``."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.add(node.attr)
+    return found
+
+
+def test_the_sweepers_use_the_seam_only():
+    """A sweeper sees its step through steps/sweeper.py's SweptStep only: no private member of the step, and each
+    sweeper has every method of the Sweeper protocol with the protocol's parameters."""
+    import inspect
+
+    from pymc_treesamplers.steps.cpu import CPUSweeper
+    from pymc_treesamplers.steps.gpu import GPUSweeper
+    from pymc_treesamplers.steps.sweeper import Sweeper, SweptStep
+
+    for module in ("cpu", "gpu", "output", "compiling"):
+        assert _private_reads(ROOT / "pymc_treesamplers" / "steps" / f"{module}.py") == set(), module
+    methods = [n for n, v in vars(Sweeper).items() if inspect.isfunction(v) and not n.startswith("_")]
+    assert sorted(methods) == ["arrived", "compile", "draw", "restore", "start", "trees"]
+    for cls in (CPUSweeper, GPUSweeper):
+        for name in methods:
+            want = list(inspect.signature(getattr(Sweeper, name)).parameters)
+            assert list(inspect.signature(getattr(cls, name)).parameters)[: len(want)] == want, (cls, name)
+    # what a sweeper reads of the step is the step's
+    from pymc_treesamplers.steps.base import BaseTreeStep
+
+    for name in SweptStep.__annotations__:
+        assert name in vars(BaseTreeStep) or name in inspect.getsource(BaseTreeStep.__init__), name
+    for name in ("data", "prior", "output_values", "new_scratch", "sampler_stats"):
+        assert callable(getattr(BaseTreeStep, name, None)) or isinstance(getattr(BaseTreeStep, name), property)
+
+
+def test_the_seam_check_catches_a_private_read(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("def draw(step):\n    step._failure(3)\n    return step.f, step.__class__\n")
+    assert _private_reads(probe) == {"_failure"}

@@ -27,8 +27,8 @@ import pytest
 
 import pymc_treesamplers as pmt
 from prototypes.mpi import Fit, Reducer, bin_rows, compare_fits, fit
-from pymc_treesamplers.binning import split_columns
 from pymc_treesamplers.datasets import friedman1
+from pymc_treesamplers.model.binning import split_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 RTOL = 1e-9
@@ -123,7 +123,6 @@ def _two_ranks(tmp_path, X, y, m, sweeps, seed, *options) -> Fit:
     return Fit.load(out)
 
 
-@pytest.mark.slow
 def test_two_ranks_give_the_one_process_draws(tmp_path):
     """The equality test: rows split over 2 ranks, sigma drawn by Gibbs, the same chain as one process."""
     X, y = _data(n=500, p=6, seed=2)
@@ -135,7 +134,6 @@ def test_two_ranks_give_the_one_process_draws(tmp_path):
     np.testing.assert_array_equal(ranks.calls, one.calls)  # the same all-reduces, counted in one process too
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("unreduced", ["leaves", "ranges"])
 def test_a_wrong_reduction_fails_the_equality_test(tmp_path, unreduced):
     """Leaf sums, or code ranges, of each rank's own rows instead of all-reduced ones, with the per-sweep
@@ -155,7 +153,6 @@ def test_a_wrong_reduction_fails_the_equality_test(tmp_path, unreduced):
         assert not out.exists()
 
 
-@pytest.mark.slow
 def test_ranks_that_disagree_stop_with_a_clear_error(tmp_path):
     """With the check on (the default), ranks whose replicated state diverged abort all together after the
     sweep in which it happened, saying why, rather than return draws or wait for each other forever."""

@@ -44,7 +44,6 @@ def partition_draws(codes, r, w, n_draws, thin, seed, C, proposal, resampling, e
     return chain_draws(pmt.PGBARTStep, options, codes, r, w, n_draws, thin, seed)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("C", "proposal", "resampling"), CASES, ids=IDS)
 def test_pg_posterior_matches_enumeration(C, proposal, resampling):
     codes, r, _ = tiny_data(0)
@@ -55,7 +54,6 @@ def test_pg_posterior_matches_enumeration(C, proposal, resampling):
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, n_draws)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("C", "proposal", "resampling"), CASES, ids=IDS)
 def test_pg_prior_recovered_under_flat_likelihood(C, proposal, resampling):
     codes, r, _ = tiny_data(0)
@@ -121,7 +119,7 @@ def test_pg_max_stages_refuses_to_truncate():
 class WrongPIMH(pmt.PGBARTStep):
     """PG followed by a fresh unconditional SMC whose tree is always taken: ``min(1, Z'/Z)`` dropped."""
 
-    def _new_scratch(self, codes, m):
+    def new_scratch(self, codes, m):
         return _AlwaysAccept(*new_pg_scratch(self.opts, codes, m, self.pimh))
 
 

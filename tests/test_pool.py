@@ -24,8 +24,8 @@ X = np.random.default_rng(0).uniform(size=(40, 2)); y = X[:, 0] + 0.1 * np.rando
 WAYS = {
     "gfr": "pmt.GFRRegressor(m=3, sweeps=3, burn=1, random_state=0).fit(X, y).predict(X)",
     "smctree": "pmt.SMCTreeRegressor(n_particles=5, n_islands=1, random_state=0).fit(X, y).predict(X)",
-    "predict": ("from pymc_treesamplers.storage import encode_preorder\n"
-                "from pymc_treesamplers.predictive import predict_forests\n"
+    "predict": ("from pymc_treesamplers.results.storage import encode_preorder\n"
+                "from pymc_treesamplers.results.predictive import predict_forests\n"
                 "predict_forests([encode_preorder([3], [0, -1, -1], [0.5, -1.0, 1.0], p=2)], X)"),
     "prior-predictive": ("import pymc as pm\n"
                          "with pm.Model():\n"

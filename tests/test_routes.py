@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from pymc_treesamplers.diagnostics import bulk_ess
+from pymc_treesamplers.results.diagnostics import bulk_ess
 from pymc_treesamplers.routes.augment import augmented
-from pymc_treesamplers.routes.families import family_lik
+from pymc_treesamplers.routes.family_record import family_lik
 from pymc_treesamplers.routes.observation import (
     GAMMA_LOGSCALE,
     LOGIT2,
@@ -124,7 +124,6 @@ def _entries():
             if s.posterior is not None and (spec[3] is None or s.name in spec[3])]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("s", "name"), _entries())
 def test_route_matches_enumeration_far_from_the_prior_mean(s, name):
     keys, counts = _run(s, name)
@@ -171,3 +170,17 @@ def test_log_link_kernels_without_the_laplace_leaves_are_detected():
 
 def test_negative_binomial_correction_without_the_working_likelihood_is_detected():
     assert _detected("negative-binomial", record=lambda f, mu0: _nb(f, mu0, UncorrectedFamily))
+
+
+def test_the_supported_families_are_named_from_their_record():
+    """Adding a family is one entry of reading.FAMILIES: its name is the PyMC distribution of that op, and the
+    refusal of any other likelihood (SUPPORTED) names every family, after the exact Gaussian route."""
+    import pymc as pm
+
+    from pymc_treesamplers.routes.reading import FAMILIES, GAUSSIAN_ROUTE, SUPPORTED
+
+    for op, family in FAMILIES.items():
+        assert getattr(pm, family.name).rv_type is op
+        assert f"{family.name} ({family.enters})" in SUPPORTED
+    assert SUPPORTED.startswith(GAUSSIAN_ROUTE)
+    assert SUPPORTED.count("(") == len(FAMILIES) + 1

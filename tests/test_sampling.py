@@ -216,7 +216,7 @@ def test_step_refuses_non_bart_variables():
 def test_initial_point_reads_shapes_without_drawing_the_prior(monkeypatch):
     """PyMC's initial point of a BART variable is mean(Y) at every row (and output), computed from the
     shapes: a prior draw of every tree over every row is not made (it took ~50 s at 10^7 rows)."""
-    from pymc_treesamplers.bart import BARTRV
+    from pymc_treesamplers.model.bart import BARTRV
 
     def refuse(*args, **kwargs):
         raise AssertionError("the initial point drew BART from its prior")

@@ -20,8 +20,8 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from pymc_treesamplers import SMCTreeClassifier, SMCTreeRegressor
-from pymc_treesamplers.binning import bin_columns
-from pymc_treesamplers.sigma_prior import chipman_sigma2_prior
+from pymc_treesamplers.model.binning import bin_columns
+from pymc_treesamplers.model.sigma_prior import chipman_sigma2_prior
 from tests.helpers.exact import (
     dirichlet_multinomial_term,
     exact_log_evidence,
@@ -95,7 +95,6 @@ def test_island_evidence_is_unbiased(kind, proposal, expansion):
     assert abs(z.mean() - math.exp(_log_evidence(kind, alpha=0.85) - exact)) > 4 * se
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "regressor"])
 @pytest.mark.parametrize(("proposal", "expansion"), [("prior", "node"), ("optimal", "layer")])
 def test_weighted_trees_converge_to_the_exact_posterior(kind, proposal, expansion):
@@ -187,7 +186,7 @@ def test_threads_change_nothing_but_the_time():
 
 def test_stored_trees_are_forest_encodings_that_predict_reads():
     import pymc_treesamplers as pmt
-    from pymc_treesamplers.storage import decode_forest
+    from pymc_treesamplers.results.storage import decode_forest
 
     rng = np.random.default_rng(1)
     Xr = rng.uniform(size=(150, 3))

@@ -286,7 +286,7 @@ def test_pm_sample_with_line_leaves_under_a_logit_matches_enumeration(name):
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
 
 
-# Counts on the corrected route (routes/families.py: the centred expansion of each leaf's line, the proposal's
+# Counts on the corrected route (routes/family_record.py: the centred expansion of each leaf's line, the proposal's
 # coefficients from their working conditional or the refined multivariate Student-t, Metropolis-Hastings on the
 # real likelihood). Counts of a line in covariate 0 within a cell of column 1: every slope on covariate 0 is then
 # 0.42 in total variation from the exact structures (0.02 on tests/test_vector_leaves.py's smaller counts)

@@ -10,7 +10,7 @@ import pymc as pm
 import pytest
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.binning import bin_columns
+from pymc_treesamplers.model.binning import bin_columns
 from tests.helpers.exact import (
     empirical,
     exact_partition_posterior,

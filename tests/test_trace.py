@@ -22,7 +22,7 @@ import pymc_treesamplers as pmt
 from pymc_treesamplers.engine.nodes import CUT, LEFT, RIGHT, VALUE, VAR
 from pymc_treesamplers.engine.records import split_data, tree_of
 from pymc_treesamplers.engine.tree import split_leaf
-from pymc_treesamplers.storage import decode_forest, decode_trace, encode_forest
+from pymc_treesamplers.results.storage import decode_forest, decode_trace, encode_forest
 from tests.helpers.trees import empty_forest, random_forest
 
 pytestmark = pytest.mark.boundscheck

@@ -385,7 +385,7 @@ def _poisson_fit(name, refine):
 def test_pm_sample_on_a_basis_of_two_columns_under_a_poisson_matches_enumeration(refine):
     """m = 1, Poisson-log on the corrected route (the centred expansion of the term, the proposal's coefficients
     from their working conditional or from the refined multivariate Student-t, Metropolis-Hastings on the real
-    likelihood: routes/families.py, BasisFamilyLik) against enumeration x two-dimensional quadrature over the
+    likelihood: routes/family_record.py, BasisFamilyLik) against enumeration x two-dimensional quadrature over the
     coefficients; the slope moved to other rows fails the same check."""
     idata, y, keys = _poisson_fit("pg", refine)
     _assert_poisson_posterior(idata, keys)

@@ -5,7 +5,7 @@ negative binomial once its Poisson-gamma latents are drawn) with one slope in ev
 leaf with value ``mu`` contribute ``S c mu - W exp(c mu)`` to the log-likelihood, up to terms free of
 ``mu``: ``S = sum_i s_i`` and ``W = sum_i w_i`` are sums over the leaf's rows, as for Gaussian
 pseudo-data (``w_i = k_i exp(rho eta_{-j, i})`` at the other trees' fit, ``s_i`` the family's count
-term, ``c = rho b``; :mod:`pymc_treesamplers.routes.families`). So the same prefix sums that serve the
+term, ``c = rho b``; :mod:`pymc_treesamplers.routes.family_record`). So the same prefix sums that serve the
 Gaussian kernels give every candidate leaf its exact likelihood, wherever it sits: a working model
 expanded at one point (the leaf prior mean) was many posterior sds wrong for leaves far from it, and
 the chains froze (docs/likelihoods.md).

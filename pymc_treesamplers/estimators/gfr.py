@@ -17,14 +17,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine.chain import Chain
-from ..engine.records import Pseudo
-from ..engine.rows import check_threads
+from ..engine import Chain, Pseudo, check_threads
 from ..model.binning import split_columns
 from ..model.covariates import bart_spec
 from ..model.sigma_prior import chipman_sigma2_prior
 from ..results.predictive import predict_forests
-from .smctree import _integer  # the estimators' shared option check
+from .checks import integer
 
 
 class GFRRegressor(RegressorMixin, BaseEstimator):
@@ -80,8 +78,8 @@ class GFRRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y) -> GFRRegressor:
         """Run the sweeps on covariates ``X`` (n, p; NaN: missing) and responses ``y`` (n,)."""
-        sweeps = _integer("sweeps", self.sweeps, 1)
-        burn = _integer("burn", self.burn, 0)
+        sweeps = integer("sweeps", self.sweeps, 1)
+        burn = integer("burn", self.burn, 0)
         if burn >= sweeps:
             raise ValueError(f"burn must be < sweeps (some sweeps must be kept), got burn={burn}, sweeps={sweeps}")
         threads = check_threads(self.threads)

@@ -31,71 +31,56 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import smc
-from ..engine.chain import Chain
-from ..engine.leaves import class_counts, n_stats, ng_posteriors, normal_gamma
-from ..engine.updates import islands
+from ..engine import (
+    EXPANSION_LAYER,
+    EXPANSION_NODE,
+    PROPOSAL_EMPIRICAL,
+    PROPOSAL_OPTIMAL,
+    PROPOSAL_PRIOR,
+    RESAMPLE_MULTINOMIAL,
+    RESAMPLE_SYSTEMATIC,
+    Islands,
+    SMCOptions,
+    class_counts,
+    n_stats,
+    ng_posteriors,
+    normal_gamma,
+)
 from ..model.binning import bin_columns
 from ..model.sigma_prior import chipman_sigma2_prior
 from ..results.predictive import leaf_positions, weighted_leaf_sum
 from ..results.storage import encode_preorder
+from .checks import choice, integer, real
 
-_PROPOSALS = {"prior": smc.PROPOSAL_PRIOR, "empirical": smc.PROPOSAL_EMPIRICAL, "optimal": smc.PROPOSAL_OPTIMAL}
-_EXPANSIONS = {"node": smc.EXPANSION_NODE, "layer": smc.EXPANSION_LAYER}
-_RESAMPLING = {"multinomial": smc.RESAMPLE_MULTINOMIAL, "systematic": smc.RESAMPLE_SYSTEMATIC}
+_PROPOSALS = {"prior": PROPOSAL_PRIOR, "empirical": PROPOSAL_EMPIRICAL, "optimal": PROPOSAL_OPTIMAL}
+_EXPANSIONS = {"node": EXPANSION_NODE, "layer": EXPANSION_LAYER}
+_RESAMPLING = {"multinomial": RESAMPLE_MULTINOMIAL, "systematic": RESAMPLE_SYSTEMATIC}
 _ISLAND_WEIGHTS = ("equal", "evidence")
-
-
-def _choice(name, value, options):
-    if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
-    return options[value] if isinstance(options, dict) else value
-
-
-def _integer(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
-
-
-def _real(name, value, low, high, low_open=True, high_open=True):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    below = value <= low if low_open else value < low
-    above = value >= high if high_open else value > high
-    if not math.isfinite(value) or below or above:
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
-        raise ValueError(f"{name} must lie in {lo}{low}, {high}{hi}, got {value}")
-    return value
 
 
 class _SMCTree(BaseEstimator):
     """What both estimators share: checks, the islands, the weighted tree set, its encodings."""
 
     def _smc_options(self):
-        return smc.SMCOptions(
-            _integer("n_particles", self.n_particles, 1),
-            _choice("proposal", self.proposal, _PROPOSALS),
-            _choice("resampling", self.resampling, _RESAMPLING),
-            _real("ess_threshold", self.ess_threshold, 0.0, 1.0, low_open=False, high_open=False),
-            _integer("max_stages", self.max_stages, 1),
-            _choice("expansion", self.expansion, _EXPANSIONS),
+        return SMCOptions(
+            integer("n_particles", self.n_particles, 1),
+            choice("proposal", self.proposal, _PROPOSALS),
+            choice("resampling", self.resampling, _RESAMPLING),
+            real("ess_threshold", self.ess_threshold, 0.0, 1.0, low_open=False, high_open=False),
+            integer("max_stages", self.max_stages, 1),
+            choice("expansion", self.expansion, _EXPANSIONS),
         )
 
     def _check_common(self):
         opts = self._smc_options()
-        n_islands = _integer("n_islands", self.n_islands, 1)
-        alpha = _real("alpha", self.alpha, 0.0, 1.0)
-        tree_prior = (alpha, _real("beta", self.beta, 0.0, math.inf, low_open=False))
-        _choice("island_weights", self.island_weights, _ISLAND_WEIGHTS)
-        _integer("max_bins", self.max_bins, 2)
-        _choice("split_points", self.split_points, ("data", "range"))
+        n_islands = integer("n_islands", self.n_islands, 1)
+        alpha = real("alpha", self.alpha, 0.0, 1.0)
+        tree_prior = (alpha, real("beta", self.beta, 0.0, math.inf, low_open=False))
+        choice("island_weights", self.island_weights, _ISLAND_WEIGHTS)
+        integer("max_bins", self.max_bins, 2)
+        choice("split_points", self.split_points, ("data", "range"))
         if self.n_jobs is not None:
-            _integer("n_jobs", self.n_jobs, -(2**31))
+            integer("n_jobs", self.n_jobs, -(2**31))
             if self.n_jobs == 0:
                 raise ValueError("n_jobs must not be 0 (None or 1: one thread; -1: every core)")
         return opts, n_islands, tree_prior
@@ -106,21 +91,18 @@ class _SMCTree(BaseEstimator):
         opts, n_islands, (alpha, beta) = checked
         width = n_stats(lm)
         binning = bin_columns(X, self.max_bins, self.split_points)
-        # a chain of no trees: its coded data and tree prior (the leaves' own prior is the leaf model's); each
+        # the coded data and tree prior every island shares (the leaves' own prior is the leaf model's); each
         # island grows its own particles
-        chain = Chain.new(binning.codes, 0, alpha=alpha, beta=beta, mu0=0.0, s2=1.0, start=False)
-        data, prior = chain.data, chain.prior
+        runner = Islands(binning.codes, alpha, beta, opts, width)
         thr = binning.threshold_table()
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         seqs = np.random.SeedSequence(seed).spawn(n_islands)
 
         def island(k):
-            buf = islands.new_island(opts, data, width)
-            stages, log_z = islands.run_island(np.random.default_rng(seqs[k]), opts, islands.root_tree(buf),
-                                               buf.particles, data, prior, lm, buf.proposals)
-            if stages < 0:
+            run = runner.run(np.random.default_rng(seqs[k]), lm)
+            if run[0] < 0:
                 raise RuntimeError(f"an island needed more than max_stages={opts.max_stages} stages: raise max_stages")
-            return stages, log_z, buf.particles.logw.copy(), islands.read_particles(buf.particles)
+            return run
 
         workers = min(n_islands, effective_n_jobs(self.n_jobs))
         if workers > 1:
@@ -133,8 +115,8 @@ class _SMCTree(BaseEstimator):
         ess = np.empty(n_islands)
         trees = {}  # (island, structure) -> [weight, node slice]
         pieces = []
-        for k, (_, log_z, logw, (counts, var, cut, st)) in enumerate(runs):
-            log_ev[k] = log_z + st[0, smc.L_]  # the relative estimate times the single leaf's likelihood
+        for k, (_, log_evidence, logw, (counts, var, cut, st)) in enumerate(runs):
+            log_ev[k] = log_evidence
             w = np.exp(logw - logw.max())
             w /= w.sum()
             ess[k] = 1.0 / np.sum(w * w)
@@ -229,7 +211,7 @@ class _SMCTree(BaseEstimator):
 
         check_is_fitted(self)
         rng = check_random_state(random_state)
-        pick = rng.choice(self.tree_weights_.shape[0], size=_integer("draws", draws, 1), p=self.tree_weights_)
+        pick = rng.choice(self.tree_weights_.shape[0], size=integer("draws", draws, 1), p=self.tree_weights_)
         starts = np.concatenate([[0], np.cumsum(self._counts)])
         depth = np.empty(self._counts.shape[0])
         splits = np.zeros((self._counts.shape[0], self.n_features_in_), dtype=np.int64)
@@ -457,9 +439,9 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
     def fit(self, X, y) -> SMCTreeRegressor:
         """Grow the weighted trees on ``X`` (n, p) and responses ``y`` (n,)."""
         checked = self._check_common()
-        kappa = _real("leaf_kappa", self.leaf_kappa, 0.0, math.inf)
-        nu = _real("leaf_nu", self.leaf_nu, 0.0, math.inf)
-        q = _real("leaf_q", self.leaf_q, 0.0, 1.0)
+        kappa = real("leaf_kappa", self.leaf_kappa, 0.0, math.inf)
+        nu = real("leaf_nu", self.leaf_nu, 0.0, math.inf)
+        q = real("leaf_q", self.leaf_q, 0.0, 1.0)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         self._y_mean = float(np.mean(y))
         sd = float(np.std(y))
@@ -500,7 +482,7 @@ class SMCTreeRegressor(RegressorMixin, _SMCTree):
     def predict_interval(self, X, coverage: float = 0.9) -> np.ndarray:
         """Central posterior predictive interval of a new y at each row of ``X``: (n, 2), the
         quantiles of the mixture over trees of the leaves' Student-t predictives (bisection)."""
-        coverage = _real("coverage", coverage, 0.0, 1.0)
+        coverage = real("coverage", coverage, 0.0, 1.0)
         X = self._X(X)
         w = self.tree_weights_[:, None]
         out = np.empty((X.shape[0], 2))

@@ -35,12 +35,12 @@ The modules, by role:
 * :mod:`.twin`: the CPU twin (the decisions compiled by numba, a CPU row pass, the sweep loop);
 * :mod:`.tables`: the host's reads and writes of the node tables (a new chain, leaves, fit, preorder);
 * :mod:`.kernels`: the device kernels (row pass, one-launch sweep, grid barriers);
-* :mod:`.driver`: :class:`GrowPruneGPU`, one chain on the device (or on the twin), its options and sweeps.
+* :mod:`.device_chain`: :class:`DeviceChain`, one chain on the device (or on the twin), its options and sweeps.
 """
 
 from .layout import MAXN, PMAX
 
-__all__ = ["GrowPruneGPU", "MAXN", "PMAX", "available"]
+__all__ = ["DeviceChain", "MAXN", "PMAX", "available"]
 
 
 def available() -> bool:
@@ -54,8 +54,8 @@ def available() -> bool:
 
 
 def __getattr__(name):  # numba.cuda imported only when the sweep is used
-    if name == "GrowPruneGPU":
-        from .driver import GrowPruneGPU
+    if name == "DeviceChain":
+        from .device_chain import DeviceChain
 
-        return GrowPruneGPU
+        return DeviceChain
     raise AttributeError(name)

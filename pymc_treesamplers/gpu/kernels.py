@@ -1,4 +1,4 @@
-"""The device kernels of the GPU sweep (numba-cuda; grow/prune or CGM's four moves); :mod:`.driver` runs them.
+"""The device kernels of the GPU sweep (numba-cuda; grow/prune or CGM's four moves); :mod:`.device_chain` runs them.
 
 Everything lives on the device across sweeps: the split codes (p x n, uint8 or uint16), the leaf slot of every
 row in every tree (m x n, uint8), the running residual (n, float32 or float64), the trees' node tables, the

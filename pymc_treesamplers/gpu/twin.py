@@ -4,8 +4,8 @@ device's draws, draw for draw: the exactness tests run it against enumeration, a
 numba-cuda's simulator) against it.
 
 >>> import numpy as np
->>> from pymc_treesamplers.gpu import GrowPruneGPU
->>> g = GrowPruneGPU(np.array([[0, 1, 2, 2]]), np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu")
+>>> from pymc_treesamplers.gpu import DeviceChain
+>>> g = DeviceChain(np.array([[0, 1, 2, 2]]), np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu")
 >>> int(make_sweeps(HOST)(g.rs, 1, g.codes, g.leaf, g.r, *g.state, g.params, g.wsplit, g.words, g.floats, g.prop,
 ...                       g.tick, np.zeros(1)))
 1

@@ -17,8 +17,7 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
-from ..engine.prior import sample_prior_tree
-from ..engine.splitprior import DirichletSplitPrior, prior_split_weights
+from ..engine import DirichletSplitPrior, prior_split_weights, sample_prior_tree
 from .basis import LINE_SLAB, basis_spec, coefficient_prior, line_basis, line_recipe
 from .binning import number_labels, split_columns
 from .callers import calling_model, check_method, inside_posterior_predictive

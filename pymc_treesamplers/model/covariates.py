@@ -14,7 +14,7 @@ import pytensor.tensor as pt
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorConstant
 
-from ..engine.splitprior import DirichletSplitPrior
+from ..engine import DirichletSplitPrior
 from .binning import SPLIT_POINTS, covariate_matrix, numeric_array
 
 __all__ = ["as_data_array", "bart_spec", "column_names"]

@@ -37,7 +37,7 @@ import numba
 import numpy as np
 
 # the writing half is the engine's (a chain encodes its own draws); encode_* are this module's names too
-from ..engine.encoding import (  # noqa: F401
+from ..engine import (  # noqa: F401
     ALIGN,
     HEADER,
     MAGIC,
@@ -47,8 +47,8 @@ from ..engine.encoding import (  # noqa: F401
     blob_layout,
     encode_forest,
     encode_preorder,
+    start_pool,
 )
-from ..engine.pool import start as start_pool
 
 # what _check_blob found (detail holds its particulars)
 (_OK, _E_SHORT, _E_MAGIC, _E_VERSION, _E_M, _E_P, _E_COUNT, _E_FIT, _E_SIZE, _E_PAD, _E_VAR, _E_EARLY, _E_OPEN,

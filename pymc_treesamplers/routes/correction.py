@@ -11,7 +11,7 @@ import math
 
 import numba
 
-from ..engine.nodes import END, LEFT, START, VALUE
+from ..engine import END, LEFT, START, VALUE
 
 # Newton steps of the expansion centre: at most CENTER_STEPS, each at most CENTER_MAX prior sds, until one
 # would move it less than CENTER_TOL prior sds (the working model needs a point near the leaves, not the mode;

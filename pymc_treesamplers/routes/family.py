@@ -1,5 +1,5 @@
 """An observation family's route: :class:`FamilyWorkingModel`, the working model of a likelihood that is one of
-the families of :mod:`.families` with the BART value in one parameter through a link. It chooses the family's
+the families of :mod:`.family_record` with the BART value in one parameter through a link. It chooses the family's
 route once (exact augmentation, the log-link record, or the expansion) and hands the kernels that record each
 sweep.
 """
@@ -12,8 +12,8 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random import basic as rvs
 
-from ..engine.records import Pseudo
-from . import families as fam
+from ..engine import Pseudo
+from . import family_record as fam
 from . import observation
 from .augment import augment_pseudo, augmented, can_augment
 from .gaussian import GaussianWorkingModel, residuals
@@ -37,7 +37,7 @@ class FamilyWorkingModel:
       (:mod:`pymc_treesamplers.routes.augment`), then Gaussian pseudo-data (the residual record of the
       exact kernels), no correction;
     * ``"loglink"`` (Poisson, Gamma, Normal log sd): a
-      :class:`~pymc_treesamplers.routes.families.FamilyLik` on the log-link route (exact leaf sums, Laplace
+      :class:`~pymc_treesamplers.routes.family_record.FamilyLik` on the log-link route (exact leaf sums, Laplace
       leaves, Metropolis-Hastings corrected);
     * ``"expand"`` (negative binomial, asymmetric Laplace, a Binomial with more than ``MAX_MEAN_TRIALS``
       trials per row on average, or any family with ``route="expand"``): a ``FamilyLik`` expanded at the
@@ -63,8 +63,8 @@ class FamilyWorkingModel:
         # the checks below run at moderate values (GaussianWorkingModel explains why)
         f0 = 0.5 * np.random.default_rng(3).normal(size=f0.shape)
         self._view = view
-        # the term of leaves with coefficient vectors: the expansion's records without kept exp (routes/families.py:
-        # BasisFamilyLik), and no log-link route, whose Laplace leaves are scalars
+        # the term of leaves with coefficient vectors: the expansion's records without kept exp
+        # (routes/family_record.py: BasisFamilyLik), and no log-link route, whose Laplace leaves are scalars
         self.basis = isinstance(view, BasisView) or getattr(bart_rv.owner.op, "lines", False)
         dependent = [k for k, p in enumerate(params) if value_var in set(ancestors([p]))]
         if view is not None and dependent:
@@ -76,15 +76,15 @@ class FamilyWorkingModel:
             at0 = fn(f0.astype(value_var.dtype))
             at1 = fn((f0 + rng.normal(size=f0.shape)).astype(value_var.dtype))
             dependent = [k for k, a, b in zip(dependent, at0, at1, strict=True) if not np.array_equal(a, b)]
-        spec = FAMILIES.get(type(op), {})
-        if len(dependent) != 1 or dependent[0] not in spec:
+        spec = FAMILIES.get(type(op))
+        if len(dependent) != 1 or spec is None or dependent[0] != spec.param:
             where = [op.dist_params(obs.owner)[k].name or f"parameter {k}" for k in dependent]
             raise NotImplementedError(
                 f"the likelihood {obs.name!r} ({type(op).__name__}) depends on the BART value through {where}; "
                 f"the tree steps sample BART under: {SUPPORTED}"
             )
         k = dependent[0]
-        (kind_link, self._data) = spec[k]
+        kind_link, self._data = spec.kind, spec.data
         if kind_link == "binary":
             kind_link = (observation.PROBIT2, "probit") if is_probit(params[k]) else (observation.LOGIT2, "logit")
         self.kind, self.link = kind_link
@@ -228,7 +228,7 @@ class FamilyWorkingModel:
         return score_root(lambda c: fam.constant_score(lik, c))
 
     def choose_leaf_proposal(self, m: int) -> bool:
-        """Whether to propose leaves from the Newton-refined ``q`` (routes/families.py), set on
+        """Whether to propose leaves from the Newton-refined ``q`` (routes/family_record.py), set on
         ``self.refine`` (the expansion route's choice; the log-link route always proposes from the
         leaves' exact conditional modes). Both are exact; refining costs two more passes over the rows
         per tree and pays when a working mean ``delta^2 / 2`` off (``delta`` ~ the leaf prior sd) is more

@@ -14,7 +14,7 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from ..engine.records import Pseudo
+from ..engine import Pseudo
 from .native import working_curvature
 from .reading import SUPPORTED, OutputView
 

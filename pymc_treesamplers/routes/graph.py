@@ -1,7 +1,7 @@
 """Any elementwise likelihood, evaluated by its PyTensor graph: lowered to native code, else in Python.
 
 The working model, the proposal and the Metropolis-Hastings correction are those of
-:mod:`.families`; only the log-likelihood and its derivatives come from the model's graph instead of a
+:mod:`.family_record`; only the log-likelihood and its derivatives come from the model's graph instead of a
 numba family. Two ways to evaluate it, chosen once per step (:class:`GraphWorkingModel`):
 
 * **native** (the default): the graph lowered by :mod:`.native` (PyTensor's numba backend): the sweep calls
@@ -40,10 +40,15 @@ import numba
 import numpy as np
 import pytensor
 
-from ..engine.basisleaf import add_basis_fit, draw_basis_leaves
-from ..engine.driver import register_basis_record, register_likelihood
-from ..engine.records import BasisPseudo, Pseudo
-from ..engine.tree import add_tree
+from ..engine import (
+    BasisPseudo,
+    Pseudo,
+    add_basis_fit,
+    add_tree,
+    draw_basis_leaves,
+    register_basis_record,
+    register_likelihood,
+)
 from .correction import CENTER_MAX, CENTER_STEPS, CENTER_TOL, metropolis, score_info, set_working_row
 from .family import score_root
 from .native import NativeGraph, graph_derivs, graph_loglik, lower
@@ -79,7 +84,7 @@ class GraphLik(NamedTuple):
     """Likelihood record of a likelihood evaluated by its graph: ``fns`` how to call its lowered functions
     (:attr:`.native.NativeGraph.fns`; a zero address: evaluate through the host ``key`` instead) and ``theta`` their
     shared inputs (:mod:`.native`); ``mu0``, ``s2``, ``f``, ``g``, ``z``, ``r``, ``w``, ``counts`` as in
-    :class:`.families.FamilyLik`; ``x`` (n,) a point to evaluate at; ``ll`` (1,) the log-likelihood at
+    :class:`.family_record.FamilyLik`; ``x`` (n,) a point to evaluate at; ``ll`` (1,) the log-likelihood at
     ``f``; ``ll_new`` (1,) at the proposal."""
 
     key: np.int64
@@ -117,7 +122,7 @@ def graph_lik(key: int, mu0: float, f, s2: float = 1.0, native: NativeGraph | No
 
 @numba.njit(cache=True)
 def _expand(lik):
-    # expanded at the other trees' fit plus the constant that fits best there, as families.py's
+    # expanded at the other trees' fit plus the constant that fits best there, as family_record.py's
     # _centred_rows: one host call per Newton step, one when the leaf prior mean is already good; the tree's
     # fit is in lik.g
     g = lik.g
@@ -153,7 +158,7 @@ def _pseudo(lik, j, tree):
 @numba.njit(cache=True)
 def _accept_start(lik):
     """The working part of the log acceptance ratio, and ``x`` set to the other trees' fit (the proposal's is
-    added to it from its leaves, not as z - r: families.py's _accept says why)."""
+    added to it from its leaves, not as z - r: family_record.py's _accept says why)."""
     work = 0.0
     for i in range(lik.f.shape[0]):
         d_old = lik.z[i] - lik.g[i]

@@ -15,9 +15,9 @@ value ``f``) and ``compile_record()`` (a small record of that type, to compile t
   with ``w = h`` and ``z = f + g / h`` are exact.
 * :class:`~pymc_treesamplers.routes.family.FamilyWorkingModel` (``family.py``) when the likelihood is one of the
   families of
-  :mod:`pymc_treesamplers.routes.families` with ``f`` in one parameter through a link,
+  :mod:`pymc_treesamplers.routes.family_record` with ``f`` in one parameter through a link,
   ``link(param) = a + b f``. Each step reads ``a``, ``b`` and the family's data from the model and
-  hands the kernels a :class:`~pymc_treesamplers.routes.families.FamilyLik`, whose working model
+  hands the kernels a :class:`~pymc_treesamplers.routes.family_record.FamilyLik`, whose working model
   and Metropolis-Hastings correction keep every tree update exact.
 * :class:`~pymc_treesamplers.routes.graph.GraphWorkingModel` (``graph.py``) for any other elementwise likelihood:
   the same correction with the log-likelihood evaluated by its compiled PyTensor graph.
@@ -66,7 +66,7 @@ def working_model(model: pm.Model, bart_rv, value_var, shared: dict, point: dict
     ``view``: one output of a BART variable with several, given the others; ``route``: a family's route
     (:class:`FamilyWorkingModel`).
 
-    The exact Gaussian pseudo-data when they apply, else a family of ``routes/families.py`` when the
+    The exact Gaussian pseudo-data when they apply, else a family of ``routes/family_record.py`` when the
     graph matches one, else the PyTensor graph.
     """
     # a piecewise-linear likelihood (AsymmetricLaplace) has a Hessian that PyTensor simplifies to zeros,

@@ -1,6 +1,6 @@
 """The log-link route of the family record (Poisson, Gamma log scale, Normal log sd with one slope in every
 row): its pseudo-data, leaf proposal and Metropolis-Hastings correction, which the family record's
-functions (:mod:`.families`) call when its ``leaf_exp`` is set.
+functions (:mod:`.family_record`) call when its ``leaf_exp`` is set.
 
 Rows enter a leaf as ``s c mu - k exp(rho eta_{-j}) exp(c mu)`` (c = rho b): the kernels see
 ``w = k exp(rho eta_{-j})`` and ``z = s / w``, so a leaf's sums (W, S) are the exact sufficient
@@ -18,8 +18,7 @@ import math
 
 import numba
 
-from ..engine.loglink import leaf_laplace_at, leaf_mode
-from ..engine.nodes import END, LEFT, START, VALUE
+from ..engine import END, LEFT, START, VALUE, leaf_laplace_at, leaf_mode
 from .correction import commit_exp_rows, metropolis, scatter_leaves, unordered_sum, working_sums
 from .observation import E_HI, E_LO, LOG_SQRT_2PI, loglink_row
 

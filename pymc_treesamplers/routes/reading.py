@@ -6,6 +6,9 @@ what these read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -93,11 +96,6 @@ class BasisView:
         return (self.basis.T * np.asarray(value)).sum(axis=0)
 
 
-SUPPORTED = ("Normal (mean affine in the BART value: exact, no correction; log of sigma), Bernoulli and "
-             "Binomial (logit or probit of p), Poisson (log of mu), NegativeBinomial (log of mu), Gamma "
-             "(log of the mean with alpha fixed), StudentT (mu), AsymmetricLaplace (mu)")
-
-
 def probit_input(node):
     # pm.math.invprobit(x) is 0.5 * erfc(-x / sqrt(2)): return x
     consts, erfc = [], None
@@ -140,16 +138,37 @@ def is_probit(theta) -> bool:
     return node is not None and isinstance(node.op, Elemwise) and probit_input(node) is not None
 
 
-# observation op -> {index of the parameter that holds the BART value: (kind, link, family data)}.
-# Family data: (u, v, s) from the observed value y and the parameters (see routes/families.py).
+class Family(NamedTuple):
+    """An observation family the tree steps sample BART under: its name as users write it, the parameter that holds
+    the BART value (its index among the op's parameters), the row maths' kind and link (``"binary"``: logit or
+    probit, read from the graph), the family data ``(u, v, s)`` from the observed value ``y`` and the other
+    parameters ``p`` (see routes/family_record.py), and how the BART value enters, in words."""
+
+    name: str
+    param: int
+    kind: Any
+    data: Callable
+    enters: str
+
+
+# observation op -> its family. The error that refuses any other likelihood lists these (SUPPORTED), so a family
+# added here is named there too.
 FAMILIES = {
-    rvs.BernoulliRV: {0: ("binary", lambda y, p: (y, 1.0 - y, 0.0))},
-    rvs.BinomialRV: {1: ("binary", lambda y, p: (y, p[0] - y, 0.0))},
-    rvs.NegBinomialRV: {1: ((observation.LOGIT2, "logit"), lambda y, p: (p[0], y, 0.0))},
-    rvs.PoissonRV: {0: ((observation.POISSON_LOG, "log"), lambda y, p: (y, 0.0, 0.0))},
-    rvs.GammaRV: {1: ((observation.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0))},
-    rvs.NormalRV: {1: ((observation.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0))},
-    rvs.StudentTRV: {1: ((observation.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]))},
+    rvs.NormalRV: Family("Normal", 1, (observation.NORMAL_LOGSD, "log"), lambda y, p: ((y - p[0]) ** 2, 0.0, 0.0),
+                         "log of sigma"),
+    rvs.BernoulliRV: Family("Bernoulli", 0, "binary", lambda y, p: (y, 1.0 - y, 0.0), "logit or probit of p"),
+    rvs.BinomialRV: Family("Binomial", 1, "binary", lambda y, p: (y, p[0] - y, 0.0), "logit or probit of p"),
+    rvs.PoissonRV: Family("Poisson", 0, (observation.POISSON_LOG, "log"), lambda y, p: (y, 0.0, 0.0), "log of mu"),
+    rvs.NegBinomialRV: Family("NegativeBinomial", 1, (observation.LOGIT2, "logit"), lambda y, p: (p[0], y, 0.0),
+                              "log of mu"),
+    rvs.GammaRV: Family("Gamma", 1, (observation.GAMMA_LOGSCALE, "log"), lambda y, p: (y, p[0], 0.0),
+                        "log of the mean with alpha fixed"),
+    rvs.StudentTRV: Family("StudentT", 1, (observation.STUDENT_T, "identity"), lambda y, p: (y, p[0], p[1]), "mu"),
     # a SymbolicRandomVariable with params (b, kappa, mu) (pm.AsymmetricLaplace(q=...) gives kappa)
-    AsymmetricLaplaceRV: {2: ((observation.ASYM_LAPLACE, "identity"), lambda y, p: (y, p[0], p[1]))},
+    AsymmetricLaplaceRV: Family("AsymmetricLaplace", 2, (observation.ASYM_LAPLACE, "identity"),
+                                lambda y, p: (y, p[0], p[1]), "mu"),
 }
+
+# the exact Gaussian route first (routes/gaussian.py), then every family by FAMILIES
+GAUSSIAN_ROUTE = "Normal (mean affine in the BART value: exact, no correction)"
+SUPPORTED = ", ".join([GAUSSIAN_ROUTE, *(f"{f.name} ({f.enters})" for f in FAMILIES.values())])

@@ -1,9 +1,10 @@
 """What every tree step shares: the variable and its data, one chain per output, the sweeper, stats, the state.
 
-A subclass checks its own options, builds its kernel's scratch record (:meth:`BaseTreeStep._new_scratch`) and
-reports its own stats; the chains are the engine's (:class:`~pymc_treesamplers.engine.chain.Chain`), and where
-their sweeps run is the step's sweeper, chosen once when the step is built (:class:`~.cpu.CPUSweeper`, or the GPU's
-in :mod:`.gpu`).
+A subclass checks its own options, builds its kernel's scratch record (:meth:`BaseTreeStep.new_scratch`) and
+reports its own stats; the chains are the engine's (:class:`~pymc_treesamplers.engine.chain.Chain`, one per output:
+:class:`~.output.Output`), and where their sweeps run is the step's :class:`~.sweeper.Sweeper`, chosen once when the
+step is built (:class:`~.cpu.CPUSweeper`, or the GPU's in :mod:`.gpu`). The step makes a draw's stats from what its
+sweeper gives back.
 
 Stats are named ``<var>_<stat>`` (``mu_n_leaves``, ``mu_forest``, ...): two BART variables in one
 model, or a NUTS step (whose ``depth`` PyMC renames ``tree_depth``), never report the same name, so
@@ -12,7 +13,6 @@ no stat silently replaces another and each one can be saved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -23,56 +23,19 @@ from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence
 
-from ..engine.chain import Chain
-from ..engine.records import TreePrior
-from ..engine.splitprior import kernel_weights, new_split_weights
+from ..engine import Chain, kernel_weights, new_split_weights
 from ..model.bart import BARTRV, bart_covariates
 from ..model.basis import bart_of, basis_spec, coefficient_prior, leaf_basis_of
 from ..model.binning import split_columns
 from ..model.callers import check_nuts_sampler
 from ..model.covariates import as_data_array
-from ..routes.likelihood import OutputView, WorkingModel, working_model
+from ..routes.likelihood import OutputView, working_model
 from ..routes.reading import BasisView
 from .cpu import CPUSweeper
 from .options import TreeStepOptions
+from .output import Output, SweepFailed
 from .state import TreeStepState, Watch
-
-
-@dataclass
-class Output:
-    """What a step knows of one output of its BART variable: the working model of the likelihood in that output
-    (given the others), its chain (tree prior with the leaf prior on the output's scale, forest) and, for a
-    variable with several outputs, the view that feeds the others' current values to the working model."""
-
-    working: WorkingModel
-    chain: Chain
-    view: OutputView | BasisView | None
-    # a BART on a basis of several columns: its term (n,), what the working model reads; the step's value rows
-    # are then its coefficients (d, n)
-    term: np.ndarray | None = None
-
-    def refresh(self, value: np.ndarray, threads: int = 1) -> None:
-        """After a start or a sweep: this output's rows of the step's value (``value``) from its chain, the fit
-        of its trees or, on a basis, their coefficients (and the term)."""
-        if self.term is None:
-            self.chain.fit(value, threads)
-        else:
-            self.chain.fit(self.term)
-            self.chain.coefficients(value)
-
-    def working_value(self, value: np.ndarray) -> np.ndarray:
-        """What the working model reads at this output's rows ``value``: those rows, or a basis's term."""
-        return value if self.term is None else self.term
-
-    @property
-    def prior(self) -> TreePrior:
-        return self.chain.prior
-
-    @property
-    def corrected(self) -> bool:
-        """Whether the tree updates need the Metropolis-Hastings correction (not the exact Gaussian
-        pseudo-data of a Gaussian likelihood or of an augmentation)."""
-        return self.working.corrected
+from .sweeper import Draw, Sweeper
 
 
 class BaseTreeStep(ArrayStepShared):
@@ -87,6 +50,7 @@ class BaseTreeStep(ArrayStepShared):
     name = "tree_step"
     default_blocked = False
     _state_class = TreeStepState
+    # the sampler's own per-draw stats (name: dtype), which sampler_stats gives
     _extra_stats: dict[str, type] = {}
 
     def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", warm_start: int = 0, model=None,
@@ -138,7 +102,7 @@ class BaseTreeStep(ArrayStepShared):
             else:
                 chain = (Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=mu0, s2=s2,
                                    split_weights=weights, threads=self.threads, start=False,
-                                   new_scratch=partial(self._new_scratch, self.columns.codes, self.m))
+                                   new_scratch=partial(self.new_scratch, self.columns.codes, self.m))
                          if i == 0 else self.outputs[0].chain.sibling(mu0, s2, start=False))
             self.outputs.append(Output(working, chain, view))
         base = {
@@ -193,7 +157,7 @@ class BaseTreeStep(ArrayStepShared):
         sds = sds if op.auto_leaf[1] else op.coef_sd
         chain = Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=np.array(means),
                           s2=np.array(sds) ** 2, split_weights=weights, threads=self.threads, start=False,
-                          new_scratch=partial(self._new_scratch, self.columns.codes, self.m), basis=basis)
+                          new_scratch=partial(self.new_scratch, self.columns.codes, self.m), basis=basis)
         return Output(working, chain, view, term=np.zeros(self.n))
 
     def _line_chain(self, op, X, mu0: float, s2: float, weights) -> Chain:
@@ -207,7 +171,7 @@ class BaseTreeStep(ArrayStepShared):
         basis = np.column_stack([covariates[:, 0], covariates[:, 1 + self.columns.source]])
         return Chain.new(self.columns.codes, self.m, alpha=op.alpha, beta=op.beta, mu0=means, s2=variances,
                          split_weights=weights, threads=self.threads, start=False,
-                         new_scratch=partial(self._new_scratch, self.columns.codes, self.m),
+                         new_scratch=partial(self.new_scratch, self.columns.codes, self.m),
                          basis=basis, by_split=True, slab=op.leaf_slab)
 
     def output_values(self) -> list[tuple[Output, np.ndarray]]:
@@ -238,26 +202,22 @@ class BaseTreeStep(ArrayStepShared):
 
     # ------------------------------------------------------------------ what a sampler provides
 
-    def _new_scratch(self, codes: np.ndarray, m: int):
+    def new_scratch(self, codes: np.ndarray, m: int):
         """The kernel's scratch record for ``m`` trees on the rows of ``codes`` (subclasses)."""
         raise NotImplementedError
 
-    def _new_sweeper(self):
+    def sampler_stats(self, scratch) -> dict:
+        """Values of the stats declared in ``_extra_stats`` from the sampler's scratch record right after one
+        output's sweep (subclasses)."""
+        return {}
+
+    def _new_sweeper(self) -> Sweeper:
         """Where the sweeps run, chosen once: this machine's cores (a subclass may offer other backends)."""
         return CPUSweeper()
-
-    def _sampler_stats(self) -> dict:
-        """Values of the stats declared in ``_extra_stats`` for the last sweep (subclasses)."""
-        return {}
 
     def _failure(self, j: int) -> str:
         """The error message when the update of tree ``j`` failed (subclasses whose update can fail)."""
         return f"{type(self).__name__}: the update of tree {j} failed"
-
-    @property
-    def _scratch(self):
-        """The sampler's scratch record (its stats read it after a sweep)."""
-        return self.outputs[0].chain.workspace.scratch(self.data.codes)
 
     # ----------------------------------------------------------------------------- the chain
 
@@ -290,13 +250,17 @@ class BaseTreeStep(ArrayStepShared):
 
     @trees.setter
     def trees(self, forests: list | None) -> None:
-        self.sweeper.restore(self, forests)
+        if forests is None:
+            self._use_split_weights()  # the roots of a new chain cache their available weight
+        if self.sweeper.restore(self, forests):
+            self.f_is_current = False
 
     def __setstate__(self, state: dict) -> None:
         # a step arriving in a worker process (PyMC's chains, dask tasks): its chains restore themselves, a
         # device's state did not travel
         self.__dict__.update(state)
-        self.sweeper.arrived(self)
+        if self.sweeper.arrived(self):
+            self.f_is_current = False
 
     @staticmethod
     def competence(var, has_grad):
@@ -323,9 +287,44 @@ class BaseTreeStep(ArrayStepShared):
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         self._check_value(q0)
-        values, changed, mh_counts = self.sweeper.draw(self, self._warming())
+        warm = self._warming()
+        self._use_split_weights()  # cheap (p numbers); a restored state brings its own
+        try:
+            draw = self.sweeper.draw(self, warm)
+        except SweepFailed as err:
+            raise RuntimeError(self._failure(err.tree)) from None
         self.f_is_current = True
+        changed = np.concatenate([one.changed for one in draw.outputs])
+        mh_counts = np.zeros(2, dtype=np.int64)
+        for one in draw.outputs:
+            if one.mh_counts is not None:
+                mh_counts += one.mh_counts
         stats = {"tune": self.tune,
                  "warning": self.watch.count(self.var_name, type(self).__name__, self.tune, changed, mh_counts),
-                 **{self._stat_names[k]: v for k, v in values.items()}}
+                 **{self._stat_names[k]: v for k, v in self._draw_stats(draw, changed, warm).items()}}
         return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
+
+    def _draw_stats(self, draw: Draw, changed: np.ndarray, warm: bool) -> dict:
+        """The stats of one draw (their names without the variable's prefix), from what the sweeper gave back."""
+        depth = leaves = 0.0
+        split_counts = np.zeros(self.data.codes.shape[0], dtype=np.int64)
+        for one in draw.outputs:
+            depth, leaves = depth + one.depth / self.k, leaves + one.leaves / self.k
+            split_counts += one.split_counts
+        # a warm-start sweep ran no sampler update: its own stats are NaN for that draw
+        per_output = [{k: np.nan for k in self._extra_stats} if warm else one.sampler for one in draw.outputs]
+        accepted = [one.mh_counts[1] / max(one.mh_counts[0], 1) for one in draw.outputs if one.mh_counts is not None]
+        sw = self.split_weights
+        return {
+            "tree_depth": depth,
+            "n_leaves": leaves,
+            "accept": float(changed.mean()),
+            # per covariate (a covariate's two split columns, with missing values, count together)
+            "split_counts": np.bincount(self.columns.source, split_counts, minlength=self.p).astype(np.int64),
+            "forest": draw.forest,
+            "warm": warm,
+            **{name: float(np.mean([s[name] for s in per_output])) for name in per_output[0]},
+            **({"mh_accept": float(np.mean(accepted))} if accepted else {}),
+            **({"split_weights": np.exp(sw.logs), "split_concentration": float(sw.conc[0])} if sw is not None else {}),
+            **({"lines": self.lines} if self.lines is not None else {}),
+        }

@@ -13,8 +13,7 @@ import time
 
 import numpy as np
 
-from ..engine.chain import Chain
-from ..engine.pool import threading_layer
+from ..engine import Chain, threading_layer
 
 _log = logging.getLogger("pymc_treesamplers")
 
@@ -39,7 +38,7 @@ def _compile_sweep(step, out, warm: bool = False) -> None:
     prior = out.chain.prior
     leaf = (prior.mu0, prior.s2) if basis is None else (basis.mu0, basis.s2)
     chain = Chain.new(codes, 1, alpha=prior.alpha, beta=prior.beta, mu0=leaf[0], s2=leaf[1],
-                      new_scratch=lambda: step._new_scratch(codes, 1),
+                      new_scratch=lambda: step.new_scratch(codes, 1),
                       basis=None if basis is None else np.ones((4, basis.basis.shape[1])),
                       by_split=basis is not None and basis.by_split,
                       slab=1.0 if basis is None else math.exp(basis.log_slab))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 
-from ..engine.updates.ct import new_ct_scratch
+from ..engine import new_ct_scratch
 from .base import BaseTreeStep
 from .options import tree_step
 
@@ -108,12 +108,11 @@ class CTBirthDeathStep(BaseTreeStep):
                     f"variables {others}: use mode='horizon'"
                 )
 
-    def _new_scratch(self, codes, m):
+    def new_scratch(self, codes, m):
         horizon = -1.0 if self.mode == "jump" else self.horizon
         return new_ct_scratch(codes, m, horizon, self.rotate, self.change, width=self.leaf_width)
 
-    def _sampler_stats(self) -> dict:
-        sampler = self._scratch
+    def sampler_stats(self, sampler) -> dict:
         out = {"jumps": float(sampler.jumps.mean()), "total_rate": float(sampler.rate.mean())}
         if self.mode == "jump":
             lam = float(sampler.rate[0])

@@ -3,7 +3,8 @@
 :mod:`pymc_treesamplers.gpu` with the step's move probabilities, its state kept on the device across draws
 (docs/gpu.md).
 
-Each draw, :meth:`DeviceSweep.draw` (the step's sweeper, as :class:`~.base.CPUSweeper` is on the CPU):
+Each draw, :meth:`GPUSweeper.draw` (the step's :class:`~.sweeper.Sweeper`, as :class:`~.cpu.CPUSweeper` is on the
+CPU):
 
 1. asks the step's working model for the exact Gaussian pseudo-data at the current BART value (those the
    CPU step's ``sweep_input`` makes its residual of): ``z`` and one weight ``w = 1 / sigma^2`` for every row;
@@ -19,7 +20,7 @@ Each draw, :meth:`DeviceSweep.draw` (the step's sweeper, as :class:`~.base.CPUSw
 a single-threaded row pass); it needs no GPU and gives the device's draws, for tests.
 
 What the GPU sweep does not do is refused when the step is built (:func:`check_backend`,
-:meth:`DeviceSweep.check`), with the argument it is about.
+:meth:`GPUSweeper.check`), with the argument it is about.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import numpy as np
 
 from ..results.storage import encode_preorder
 from ..routes.gaussian import GaussianWorkingModel
+from .output import OutputDraw
+from .sweeper import Draw, SweptStep
 
 BACKENDS = ("cpu", "cuda", "cuda-twin")
 INSTALL = "pip install 'pymc-treesamplers[gpu]' (numba-cuda) on a machine with an NVIDIA GPU and its driver"
@@ -84,9 +87,9 @@ def _first_sum(mu0: float, m: int) -> float:
     return s
 
 
-class DeviceSweep:
+class GPUSweeper:
     """The device side of one ``GrowPruneStep(backend="cuda")`` or ``CGMStep(backend="cuda")``: the checks, the
-    per-chain sweep object (:class:`~pymc_treesamplers.gpu.driver.GrowPruneGPU`, made at a chain's first draw with
+    per-chain sweep object (:class:`~pymc_treesamplers.gpu.device_chain.DeviceChain`, made at a chain's first draw with
     the chain's generator and the step's move probabilities) and the per-draw exchange (module docstring)."""
 
     def __init__(self, step, backend: str):
@@ -145,8 +148,8 @@ class DeviceSweep:
         return 1.0 / w0
 
     # ------------------------------------------------------------------------------------------ chain
-    # the step's sweeper (steps/base.py's CPUSweeper has the same methods): the forest lives on the device, so
-    # the sampling state holds no trees and a restored state starts its chain again
+    # the step's Sweeper: the forest lives on the device, so the sampling state holds no trees and a restored state
+    # starts its chain again
     def compile(self, step) -> None:
         """Nothing to compile before sampling: the device kernels compile at a chain's first draw."""
 
@@ -160,20 +163,20 @@ class DeviceSweep:
         self.z = None
         self.prev = None
 
-    def arrived(self, step) -> None:
+    def arrived(self, step) -> bool:
         """In a new process the device state is gone (it does not pickle): the chain starts again."""
         self.start(step)
-        step.f_is_current = False
+        return True
 
     def trees(self, step) -> None:
         return None
 
-    def restore(self, step, forests) -> None:
+    def restore(self, step, forests) -> bool:
         if forests is not None:
             raise ValueError(f"backend={self.backend!r} keeps its forest on the device: a sampling state with "
                              "CPU forests cannot be restored into it")
         self.start(step)
-        step.f_is_current = False
+        return True
 
     def __getstate__(self):
         # a worker process starts its own chain: device arrays do not travel
@@ -182,10 +185,10 @@ class DeviceSweep:
         return state
 
     def _start(self, step, z: np.ndarray, s2: float) -> None:
-        from ..gpu.driver import GrowPruneGPU
+        from ..gpu.device_chain import DeviceChain
 
         prior = step.prior
-        self.sweep = GrowPruneGPU(step.data.codes, z, m=step.m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
+        self.sweep = DeviceChain(step.data.codes, z, m=step.m, alpha=prior.alpha, beta=prior.beta, mu0=prior.mu0,
                                   sigma_mu=math.sqrt(prior.s2), fixed_sigma2=s2, split_weights=self.wsplit,
                                   rng=step.rng, dtype=np.float64, move_probs=step.move_probs,
                                   backend="cuda" if self.backend == "cuda" else "cpu")
@@ -194,15 +197,10 @@ class DeviceSweep:
         self.prev = (ints.copy(), used.copy())
 
     # ------------------------------------------------------------------------------------------ draw
-    def draw(self, step, warm: bool = False) -> tuple[dict, np.ndarray, np.ndarray]:
-        """One sweep at the step's current BART value and the model's point: the fit into ``step.f``, and the
-        draw's stats, which trees changed and the (no) likelihood correction's counts, as the CPU sweeper's."""
-        fit, values, changed = self._sweep(step)
-        step.f[0] = fit
-        values["accept"] = float(changed.mean())
-        return values, changed, np.zeros(2, dtype=np.int64)
-
-    def _sweep(self, step) -> tuple[np.ndarray, dict, np.ndarray]:
+    def draw(self, step: SweptStep, warm: bool = False) -> Draw:
+        """One sweep at the step's current BART value and the model's point: the fit into ``step.f``, and what the
+        step makes the draw's stats of, as the CPU sweeper's (the exact Gaussian route: no likelihood correction)."""
+        from ..gpu import layout, tables
         from ..gpu.tables import moved_by
 
         # the pseudo-data themselves (the CPU step's sweep_input makes the residual z - f of them, which the
@@ -219,16 +217,11 @@ class DeviceSweep:
                 self.sweep.shift_residual(z - self.z)
                 self.z = z
         self.sweep.sweep()
-        fit = self.sweep.fit_rows()
+        step.f[0] = self.sweep.fit_rows()
         ints, val, used = self.sweep.tables()
         changed = (ints != self.prev[0]).any(axis=(1, 2)) | (used != self.prev[1]).any(axis=1)
         self.prev[0][:] = ints
         self.prev[1][:] = used
-        return fit, self._stats(step, ints, val, used), changed
-
-    def _stats(self, step, ints, val, used) -> dict:
-        from ..gpu import layout, tables
-
         live = used != 0
         leaf = live & (ints[..., layout.LEFT] < 0)
         split = live & ~leaf
@@ -240,9 +233,5 @@ class DeviceSweep:
         vals = np.empty(total)
         tables.preorder(ints, val, step.thr_table, counts, var, vals)
         var[var >= 0] = step.columns.trace_var[var[var >= 0]]
-        return {
-            "tree_depth": float(depth.mean()),
-            "n_leaves": float(leaf.sum(axis=1).mean()),
-            "split_counts": np.bincount(step.columns.source, per_column, minlength=step.p).astype(np.int64),
-            "forest": encode_preorder(counts, var, vals, step.p),
-        }
+        one = OutputDraw(changed, float(depth.mean()), float(leaf.sum(axis=1).mean()), per_column, None, {})
+        return Draw([one], encode_preorder(counts, var, vals, step.p))

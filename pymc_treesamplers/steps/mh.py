@@ -6,15 +6,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..engine.updates.mh import new_mh_scratch
+from ..engine import new_mh_scratch
 from .base import BaseTreeStep
-from .gpu import DeviceSweep, check_backend
+from .gpu import GPUSweeper, check_backend
 from .options import tree_step
 
 
 class _MHStep(BaseTreeStep):
     """The MH tree steps' common part: the move mixture's scratch, and the ``backend`` option (where the sweeps
-    run: the CPU kernels, or the GPU's :class:`~.gpu.DeviceSweep`)."""
+    run: the CPU kernels, or the GPU's :class:`~.gpu.GPUSweeper`)."""
 
     move_probs: np.ndarray
 
@@ -25,14 +25,14 @@ class _MHStep(BaseTreeStep):
                              "the CPU): use backend='cpu' or warm_start=0")
         super().__init__(vars, **shared)
 
-    def _new_scratch(self, codes, m):
+    def new_scratch(self, codes, m):
         return new_mh_scratch(self.move_probs, codes.shape[0], codes.shape[1], m)
 
     def _new_sweeper(self):
-        return super()._new_sweeper() if self.backend == "cpu" else DeviceSweep(self, self.backend)
+        return super()._new_sweeper() if self.backend == "cpu" else GPUSweeper(self, self.backend)
 
     @property
-    def _device(self) -> DeviceSweep | None:
+    def _device(self) -> GPUSweeper | None:
         """The GPU sweep (``backend="cuda"`` or ``"cuda-twin"``), else None."""
         return None if self.backend == "cpu" else self.sweeper
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.rows import check_threads
+from ..engine import check_threads
 from ..routes.family import ROUTES
 
 #: the parameter entry of a step's docstring that :func:`tree_step` replaces with the shared options' paragraphs

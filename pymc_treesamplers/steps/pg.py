@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.smc import (
+from ..engine import (
     EXPANSION_LAYER,
     EXPANSION_NODE,
     PROPOSAL_EMPIRICAL,
@@ -13,8 +13,8 @@ from ..engine.smc import (
     RESAMPLE_MULTINOMIAL,
     RESAMPLE_SYSTEMATIC,
     SMCOptions,
+    new_pg_scratch,
 )
-from ..engine.updates.pg import new_pg_scratch
 from .base import BaseTreeStep
 from .options import tree_step
 
@@ -107,11 +107,10 @@ class PGBARTStep(BaseTreeStep):
                                _EXPANSIONS[expansion])
         super().__init__(vars, **shared)
 
-    def _new_scratch(self, codes, m):
+    def new_scratch(self, codes, m):
         return new_pg_scratch(self.opts, codes, m, self.pimh, width=self.leaf_width)
 
-    def _sampler_stats(self) -> dict:
-        sampler = self._scratch
+    def sampler_stats(self, sampler) -> dict:
         out = {"kept_old": float(sampler.kept.mean()), "stages": float(sampler.stages.mean())}
         if self.pimh:
             out["pimh_accept"] = float(sampler.accepted.mean()) / self.pimh

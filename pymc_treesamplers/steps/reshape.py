@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..engine.updates.reshape import KIND_NAMES, new_reshape_scratch
+from ..engine import KIND_NAMES, new_reshape_scratch
 from .base import BaseTreeStep
 from .options import tree_step
 
@@ -94,11 +94,10 @@ class ReshapeStep(BaseTreeStep):
             return int(self._n_moves)
         return max(1, round(MOVES_PER_SWEEP / self.m))
 
-    def _new_scratch(self, codes, m):
+    def new_scratch(self, codes, m):
         return new_reshape_scratch(self.move_probs, self.n_moves, codes.shape[0], codes.shape[1])
 
-    def _sampler_stats(self) -> dict:
-        sampler = self._scratch
+    def sampler_stats(self, sampler) -> dict:
         proposed = int(sampler.proposed.sum())
         out = {"moves_accept": float(sampler.accepted.sum()) / max(proposed, 1)}
         sampler.proposed[:] = 0

@@ -58,8 +58,8 @@ class Watch:
     def count(self, var_name: str, step_name: str, tune: bool, changed: np.ndarray,
               mh_counts: np.ndarray) -> SamplerWarning | None:
         """Count one draw's tree updates (``changed``: which trees changed) after tuning; at the chain's last
-        draw, a warning if its trees could not move (:func:`pymc_treesamplers.results.diagnostics.frozen`), which PyMC
-        logs as it logs divergences."""
+        draw, a warning if its trees could not move
+        (:func:`pymc_treesamplers.results.diagnostics.frozen_message`), which PyMC logs as it logs divergences."""
         if not tune:
             self.updates += changed.size
             self.changed += int(changed.sum())

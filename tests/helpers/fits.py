@@ -8,8 +8,8 @@ import pymc as pm
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.datasets import friedman1
-from pymc_treesamplers.predictive import _extended, leaf_positions
-from pymc_treesamplers.storage import decode_forest
+from pymc_treesamplers.results.predictive import _extended, leaf_positions
+from pymc_treesamplers.results.storage import decode_forest
 from tests.helpers.exact import partition_key
 
 

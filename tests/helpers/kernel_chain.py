@@ -4,7 +4,7 @@ Used by the exactness tests so that 10^6 tree updates on tiny data take about a 
 calls the same driver (``engine.driver.sweep``) with the same scratch record the step methods use,
 built by the step class itself from its options (a model without likelihood is enough for that);
 only the outer loop and the fixed pseudo-data are test code. With a likelihood record of another
-observation model (:class:`~pymc_treesamplers.routes.families.FamilyLik`) the record itself is
+observation model (:class:`~pymc_treesamplers.routes.family_record.FamilyLik`) the record itself is
 what the sweep sees, as in the step.
 """
 
@@ -26,7 +26,7 @@ from pymc_treesamplers.engine.updates.ct import CTScratch, new_ct_scratch
 from pymc_treesamplers.engine.updates.gfr import new_gfr_scratch
 from pymc_treesamplers.engine.updates.pg import new_pg_scratch
 from pymc_treesamplers.routes.augment import Augmented, augment_pseudo
-from pymc_treesamplers.routes.families import family_lik
+from pymc_treesamplers.routes.family_record import family_lik
 from pymc_treesamplers.testing import UntiltedAugmented, untilted_augment_pseudo
 from tests.helpers.exact import partition_key
 
@@ -167,7 +167,7 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     # sets it); ``leaf_exp`` overrides that (a deliberately wrong test)
     prior = prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0) if leaf_exp is None else leaf_exp)
     rules = np.empty((n_draws if tree_keys else 0, 2 * n + 1, 2), dtype=np.int64)
-    scratch = step._new_scratch(data.codes, m)
+    scratch = step.new_scratch(data.codes, m)
     args = (np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays())
     tail = (labels, new_scratch_tree(n), scratch, np.zeros(m, dtype=np.bool_), rates, rules)
     chain = _chain if type(scratch).__module__.startswith("pymc_treesamplers.") else _chain_test_types
@@ -231,7 +231,7 @@ def sampler_scratch(sampler, codes, m, width):
     if sampler == "gfr":
         return new_gfr_scratch(codes, width=width)
     step_cls = {"cgm": pmt.CGMStep, "growprune": pmt.GrowPruneStep, "reshape": pmt.ReshapeStep}[sampler]
-    return make_step(step_cls, {}, codes.shape[1], codes.shape[0], m)._new_scratch(codes, m)
+    return make_step(step_cls, {}, codes.shape[1], codes.shape[0], m).new_scratch(codes, m)
 
 
 def leaf_model_chain(sampler, codes_np, prior, lik, n_draws, thin, seed, m=1, rules=False):

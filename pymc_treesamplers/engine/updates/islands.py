@@ -3,7 +3,8 @@
 
 An island is one independent particle filter over the rows of the training data (Lakshminarayanan,
 Roy & Teh 2013, section 4.1.3): it returns the particles' final log weights and the log of its
-marginal-likelihood estimate relative to the single-leaf tree. The caller
+marginal-likelihood estimate relative to the single-leaf tree. :class:`Islands` is the estimator's way in: the
+coded data and tree prior its islands share, and one island's run; the caller
 (:mod:`pymc_treesamplers.estimators.smctree`) runs several, in threads when asked (the kernels release the GIL).
 """
 
@@ -14,8 +15,10 @@ import numpy as np
 
 from ..forest import Forest, init_roots
 from ..nodes import CUT, FALSE, ROOT, VAR
-from ..records import tree_of
+from ..pool import start as start_pool
+from ..records import TreePrior, split_data, tree_of
 from ..smc import (
+    L_,
     Particles,
     ProposalScratch,
     SMCOptions,
@@ -80,3 +83,35 @@ def read_particles(P):
 def root_tree(buffers: IslandBuffers):
     """The island's starting tree (a :class:`~pymc_treesamplers.engine.records.Tree` of views)."""
     return tree_of(buffers.root.arrays(), 0)
+
+
+class Islands:
+    """The single-tree SMC's way into the engine: split codes ``codes`` (p, n) under the tree prior ``alpha``,
+    ``beta`` (every column weighted alike; a leaf's own prior is its leaf model's), the SMC options ``opts`` and
+    leaf statistics of ``width`` values. Each :meth:`run` is one independent island.
+
+    >>> from pymc_treesamplers.engine import PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC, SMCOptions, normal_gamma, n_stats
+    >>> lm = normal_gamma(np.array([0.0, 0.1, 2.0, 2.1]), 0.0, 1.0, 2.0, 1.0)
+    >>> opts = SMCOptions(5, PROPOSAL_PRIOR, RESAMPLE_SYSTEMATIC, 1.0, 100)
+    >>> stages, log_ev, logw, (counts, var, cut, stats) = Islands(
+    ...     np.array([[0, 1, 2, 3]], dtype=np.uint16), 0.95, 2.0, opts, n_stats(lm)).run(np.random.default_rng(0), lm)
+    >>> stages > 0, counts.shape
+    (True, (5,))
+    """
+
+    def __init__(self, codes: np.ndarray, alpha: float, beta: float, opts: SMCOptions, width: int):
+        start_pool()  # numba's threading layer and pool, before the first kernel (engine/pool.py)
+        self.data = split_data(codes, np.ones(codes.shape[0]), 1)
+        self.prior = TreePrior(alpha, beta, 0.0, 1.0)
+        self.opts, self.width = opts, width
+
+    def run(self, rng: np.random.Generator, lm) -> tuple[int, float, np.ndarray, tuple]:
+        """One island under the leaf model ``lm``: ``(stages, log evidence, log weights, particles)``, the log of
+        the island's estimate of the marginal likelihood and its particles as :func:`read_particles` gives them
+        (``stages = -1``: the stage limit stopped the run)."""
+        buf = new_island(self.opts, self.data, self.width)
+        stages, log_z = run_island(rng, self.opts, root_tree(buf), buf.particles, self.data, self.prior, lm,
+                                   buf.proposals)
+        particles = read_particles(buf.particles)
+        # log_z is relative to the single leaf: times that leaf's likelihood (the root is every particle's first)
+        return stages, log_z + particles[3][0, L_], buf.particles.logw.copy(), particles

@@ -1,4 +1,4 @@
-"""The driver of the GPU sweep: :class:`GrowPruneGPU` holds one chain's state on the device (or, with
+"""One chain of the GPU sweep: :class:`DeviceChain` holds one chain's state on the device (or, with
 ``backend="cpu"``, in the CPU twin's arrays), checks its options, and runs sweeps with the kernels of
 :mod:`.kernels` (or :mod:`.twin`'s loop).
 """
@@ -61,7 +61,7 @@ def _check_moves(move_probs, subtree_cap) -> np.ndarray:
     return probs
 
 
-class GrowPruneGPU:
+class DeviceChain:
     """The Gaussian BART sweep on a CUDA device: one Metropolis-Hastings proposal per tree (grow/prune, or
     ``move_probs`` for CGM's grow, prune, change and swap), leaves from their Normal-Normal conditional, sigma^2
     by its conjugate inverse-gamma draw (or fixed).
@@ -96,11 +96,11 @@ class GrowPruneGPU:
     --------
     >>> import numpy as np
     >>> codes = np.array([[0, 1, 2, 2]])
-    >>> g = GrowPruneGPU(codes, np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu")  # the CPU twin
+    >>> g = DeviceChain(codes, np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu")  # the CPU twin
     >>> sigma2 = g.sweep()
     >>> g.fit().shape
     (4,)
-    >>> cgm = GrowPruneGPU(codes, np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu",
+    >>> cgm = DeviceChain(codes, np.array([0.0, 0.1, 1.0, 1.1]), m=2, rng=0, backend="cpu",
     ...                    move_probs=(0.25, 0.25, 0.4, 0.1))  # CGMStep's moves
     >>> cgm.sweep() > 0.0
     True

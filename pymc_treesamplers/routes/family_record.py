@@ -40,23 +40,30 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..engine.basisleaf import (
+from ..engine import (
+    COEF,
+    END,
+    LEFT,
+    START,
+    VALUE,
+    BasisPseudo,
+    Pseudo,
     add_basis_fit,
+    add_tree,
     basis_at,
     basis_dim,
     basis_posterior_mean,
     basis_rows,
     cholesky_lower,
     draw_basis_leaves,
+    draw_leaves,
+    leaf_loglik,
     parent_var,
+    register_basis_record,
+    register_likelihood,
     solve_lower,
     solve_upper,
 )
-from ..engine.driver import register_basis_record, register_likelihood
-from ..engine.gaussian import leaf_loglik
-from ..engine.nodes import COEF, END, LEFT, START, VALUE
-from ..engine.records import BasisPseudo, Pseudo
-from ..engine.tree import add_tree, draw_leaves
 from .correction import (
     CENTER_MAX,
     CENTER_STEPS,
