@@ -27,12 +27,14 @@ demo: $(STAMP)
 
 # both cores, tests handed out one at a time to whichever worker is free (worksteal: one file per
 # worker left a core idle while the other ran the long statistical files; compiled kernels are shared
-# through numba's on-disk cache); the second pass
-# recompiles the kernels with bounds checks (into their own cache: numba's cache key does not
-# include the flag) and reruns the tests marked boundscheck, which reach every kernel
+# through numba's on-disk cache); then the checked pass: the kernels compiled once more, with bounds checks
+# and blocks of 2 rows (PMT_ROWS_BLOCK=2: the long-range row paths then run on the 7-row enumeration data),
+# into a cache of their own (numba's cache key includes neither), and the tests marked boundscheck rerun,
+# which reach every kernel and every sampler's enumeration tests
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20
-	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-boundscheck $(PY) -m pytest -q -n 2 --dist worksteal -m boundscheck
+	PMT_ROWS_BLOCK=2 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-checked $(PY) -m pytest -q -n 2 \
+		--dist worksteal -m boundscheck
 
 # the contributor's loop: lint, then every test not marked slow (about 4 minutes on a warm 2-core machine);
 # the statistical tests marked slow run in `make test` and CI

@@ -38,6 +38,39 @@ def pytest_collection_modifyitems(config, items):
                                     f"{max(len(stale) - 5, 0)} more); regenerate it (scripts/slow_tests.py)")
 
 
+# PMT_COMPILE_LOG=path: every numba compile in the test processes, one JSON line each (scripts/compile_log.py
+# reads them): which kernel, for which test, from when to when, how deep inside another kernel's compile
+_current_test = ["collection"]
+if os.environ.get("PMT_COMPILE_LOG"):
+    import json
+    import time
+
+    from numba.core import event
+
+    class _CompileLog(event.Listener):
+        def __init__(self, path: str):
+            self.path, self.open = path, []
+
+        def on_start(self, ev):
+            self.open.append(time.perf_counter())
+
+        def on_end(self, ev):
+            start = self.open.pop()
+            py = ev.data["dispatcher"].py_func
+            line = {"pid": os.getpid(), "kernel": f"{py.__module__}.{py.__qualname__}",
+                    "sig": str(ev.data["args"]), "test": _current_test[0], "start": start,
+                    "end": time.perf_counter(), "depth": len(self.open)}
+            with open(self.path, "a") as f:
+                f.write(json.dumps(line) + "\n")
+
+    event.register("numba:compile", _CompileLog(os.environ["PMT_COMPILE_LOG"]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _current_test[0] = item.nodeid
+
+
 @pytest.fixture(autouse=True)
 def _close_pyplot_figures():
     """pymc-bart's plot calls draw on pyplot figures (as pymc-bart's do): close them after each test."""

@@ -5,7 +5,8 @@ prior under a flat likelihood, the sum of two trees against enumeration of every
 partitions (m = 2: the backfitting itself), and, for one configuration per step class,
 ``pm.sample`` against enumeration, same-seed reproducibility and independent chains.
 Thresholds: the 99.9% quantile of the TV distance of iid multinomial samples of the same size
-(tests/helpers/exact.py), never widened.
+(tests/helpers/exact.py), never widened. The tests marked boundscheck run again in `make test`'s checked pass,
+with bounds checks and blocks of 2 rows, so the long-range row paths face enumeration too (tests/test_rows.py).
 """
 
 import functools
@@ -41,6 +42,7 @@ def _entries(axis):
     return [pytest.param(s, id=s.name) for s in SAMPLERS if getattr(s, axis) is not None]
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("s", _entries("posterior"))
 def test_posterior_matches_enumeration(s):
     weight, n_draws, thin, seed = s.posterior
@@ -50,6 +52,7 @@ def test_posterior_matches_enumeration(s):
     _assert_close(exact, chain_draws(s.step, s.options, codes, r, w, n_draws, thin, seed))
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("s", _entries("prior"))
 def test_prior_recovered_under_flat_likelihood(s):
     n_draws, thin, seed = s.prior
@@ -58,6 +61,7 @@ def test_prior_recovered_under_flat_likelihood(s):
     _assert_close(exact, chain_draws(s.step, s.options, codes, r, np.zeros(len(r)), n_draws, thin, seed))
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("s", [pytest.param(s, id=s.name) for s in SAMPLERS])
 def test_one_shared_weight_is_the_same_chain_as_a_weight_per_row(s):
     # the steps pass one sigma's pseudo-data as a single weight (the row passes then read none); with w = 4,
@@ -96,6 +100,7 @@ def test_two_trees_match_pair_enumeration(s):
     _assert_close(_pair_case()[3], _pair_draws(s.name))
 
 
+@pytest.mark.boundscheck
 def test_two_trees_wrong_targets_are_detected():
     """The m = 2 check can fail: CGM's pair draws against the product of the two trees' posteriors
     as if each tree saw the data alone, and against the pair posterior under a leaf prior 1.5x wider."""
@@ -109,6 +114,7 @@ def test_two_trees_wrong_targets_are_detected():
         assert tv_distance(wrong, empirical(keys)) > threshold
 
 
+@pytest.mark.boundscheck
 @pytest.mark.parametrize("s", [pytest.param(s, id=s.name) for s in MAIN])
 def test_pm_sample_matches_enumeration(s):
     """m = 1, sigma fixed: the partition histogram of pm.sample's own draws matches enumeration."""

@@ -276,31 +276,26 @@ def test_collapse_of_a_long_node_puts_its_rows_back_in_order():
     assert pj[n - 1] == before[n - 1]
 
 
-def test_block_paths_are_exact_on_enumerable_data(tmp_path):
-    # the long-range paths (block sums, stable split, block code range, the merge on collapse) run only
-    # from rows.PAR_MIN rows on, far beyond what can be enumerated: with blocks of 2 rows they run on
-    # the 7-row data, and every registry sampler's enumeration tests (m = 1 and m = 2, the prior under a
-    # flat likelihood, the wrong targets that must fail, pm.sample against enumeration) run again in a
-    # process compiled that way. The matrix's Friedman fits (same-seed draws, stats names) are not
-    # enumeration tests and stay in the main run. The kernels compiled that way go to a cache of their
-    # own next to the run's (the Makefile's per-source-hash directory, as for the boundscheck pass), so a
-    # second `make test` on the same sources does not compile them again; without one, a fresh directory.
+@pytest.mark.boundscheck
+def test_the_checked_pass_runs_the_block_paths_on_enumerable_data():
+    """The long-range paths (block sums, stable split, block code range, the merge on collapse) run only from
+    rows.PAR_MIN rows on, far beyond what can be enumerated. `make test`'s checked pass compiles the kernels with
+    blocks of 2 rows (PMT_ROWS_BLOCK=2) as well as bounds checks, so every test marked boundscheck, every
+    sampler's enumeration tests among them (tests/test_matrix.py: m = 1 and m = 2, the prior under a flat
+    likelihood, the wrong targets that must fail, pm.sample against enumeration), runs them on the 7-row data.
+    In that pass this checks the setting reached the kernels; in the first, that the setting does."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
-    cache = os.environ.get("NUMBA_CACHE_DIR")
-    cache = f"{cache.rstrip('/')}-rowsblock2" if cache else str(tmp_path / "numba")
-    env = dict(os.environ, PMT_ROWS_BLOCK="2", NUMBA_CACHE_DIR=cache)
+    import numba
+
+    if numba.config.BOUNDSCHECK:
+        assert os.environ.get("PMT_ROWS_BLOCK") == "2" and PAR_MIN == 4, "run the checked pass as the Makefile does"
+        return
+    env = dict(os.environ, PMT_ROWS_BLOCK="2")
     probe = subprocess.run([sys.executable, "-c", "from pymc_treesamplers.engine import rows; print(rows.PAR_MIN)"],
                            env=env, capture_output=True, text=True, check=True)
     assert probe.stdout.strip() == "4"
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                          "-k", "not same_seed and not stats_are_named", "tests/test_matrix.py"],
-                         env=env, cwd=root, capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-3000:]
-    assert " passed" in out.stdout and "deselected" in out.stdout, out.stdout[-3000:]
 
 
 @needs_two
