@@ -30,6 +30,7 @@ direction with probability 1/2 (each split column has half the column's weight).
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -182,7 +183,7 @@ class SplitColumns(Binning):
     category: np.ndarray = None
     p: int = 0
 
-    @property
+    @cached_property  # read at every draw's encoding; the fields are frozen
     def trace_var(self) -> np.ndarray:
         return (self.source + self.p * self.negated + 2 * self.p * self.category).astype(np.int32)
 

@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .observation import LOGIT2, PROBIT2, STUDENT_T, log_ndtr
+from .observation import LOGIT2, PROBIT2, STUDENT_T, column, log_ndtr
 
 _TRUNC = 0.64  # where the two pieces of Devroye's proposal for J*(1, c) meet
 _PI2_8 = math.pi * math.pi / 8.0
@@ -154,12 +154,9 @@ def augmented(kind, u, v, s, a, b, n: int) -> Augmented:
     [1, 1]
     """
 
-    def col(x):
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.float64), (n,))).copy()
-
-    u, v = col(u), col(v)
+    u, v = column(u, n), column(v, n)
     trials = np.rint(u + v).astype(np.int64) if kind != STUDENT_T else np.zeros(n, dtype=np.int64)
-    return Augmented(np.int64(kind), u, v, col(s), col(a), col(b), trials)
+    return Augmented(np.int64(kind), u, v, column(s, n), column(a, n), column(b, n), trials)
 
 
 def can_augment(kind, u, v) -> bool:

@@ -86,6 +86,7 @@ from .observation import (
     POISSON_LOG,
     X_HI,
     X_LO,
+    column,
     derivs_from_exp,
     row_derivs,
     row_loglik,
@@ -163,10 +164,7 @@ def family_lik(kind, u, v, s, a, b, mu0, s2, f, refine=True, laplace=None, kept_
     f = np.array(f, dtype=np.float64)
     n = f.shape[0]
 
-    def col(x):
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=np.float64), (n,))).copy()
-
-    a, b = col(a), col(b)
+    a, b = column(a, n), column(b, n)
     common = n > 0 and np.isfinite(b[0]) and b[0] != 0.0 and np.all(b == b[0])
     if laplace is None:
         laplace = common and int(kind) in LOGLINK_RHO
@@ -181,9 +179,9 @@ def family_lik(kind, u, v, s, a, b, mu0, s2, f, refine=True, laplace=None, kept_
         slope = float(b[0])
     with np.errstate(over="ignore", under="ignore"):
         e = np.exp(rho * (a + b * f)) if np.isfinite(slope) else np.zeros(0)
-    lik = FamilyLik(np.int64(kind), col(u), col(v), col(s), a, b, float(mu0), float(s2), f, np.zeros(n),
-                    np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), bool(refine), np.zeros(2),
-                    np.zeros(2, dtype=np.int64), slope, e, np.zeros(e.shape[0]), np.zeros(e.shape[0]),
+    lik = FamilyLik(np.int64(kind), column(u, n), column(v, n), column(s, n), a, b, float(mu0), float(s2), f,
+                    np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), bool(refine),
+                    np.zeros(2), np.zeros(2, dtype=np.int64), slope, e, np.zeros(e.shape[0]), np.zeros(e.shape[0]),
                     float(leaf_exp), np.zeros(n))
     _row_logliks(lik, f, lik.lrow)
     return lik

@@ -38,6 +38,17 @@ import numpy as np
 LOGIT2, PROBIT2, POISSON_LOG, GAMMA_LOGSCALE, NORMAL_LOGSD, STUDENT_T, ASYM_LAPLACE = (np.int64(k) for k in range(7))
 
 
+def column(x, n: int) -> np.ndarray:
+    """A family parameter as its own contiguous float64 copy, one value per row (a scalar broadcast to ``n``).
+
+    >>> column(2, 3).tolist(), column([1, 2], 2).tolist()
+    ([2.0, 2.0, 2.0], [1.0, 2.0])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    # the common case first: broadcast_to costs more than the copy at the row counts of a draw
+    return x.copy(order="C") if x.shape == (n,) else np.ascontiguousarray(np.broadcast_to(x, (n,))).copy()
+
+
 _LOG_HALF = math.log(0.5)
 
 
