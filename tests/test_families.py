@@ -183,3 +183,33 @@ def test_graph_record_matches_enumeration(s):
     exact = _exact("bernoulli-logit")
     tv = tv_distance(exact, empirical(keys))
     assert tv < tv_threshold(exact, N_DRAWS), f"TV {tv:.4f} (MH acceptance {counts[1] / counts[0]:.3f})"
+
+
+def test_the_record_follows_the_other_variables_between_draws():
+    """A family's record keeps the link's intercept and slope and the family's data between draws while the other
+    values stay the same: when PyMC moves another variable (the Gamma's shape, the log mean's intercept), the
+    record is that of the new values, equal to one a fresh working model builds there."""
+    import pymc_treesamplers as pmt
+
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(size=(30, 2)), rng.gamma(2.0, 1.0, size=30)
+
+    def working(shape, intercept):
+        with pm.Model():
+            mu = pmt.BART("mu", X, y, m=3)
+            alpha = pm.HalfNormal("alpha", 2.0, initval=shape)
+            c = pm.Normal("c", 0.0, 1.0, initval=intercept)
+            pm.Gamma("y", alpha=alpha, beta=alpha / pm.math.exp(c + mu), observed=y)
+            step = pmt.CGMStep([mu])
+        return step, step.outputs[0].working
+
+    step, model = working(2.0, 0.0)
+    f = rng.normal(size=30)
+    first = model.record(f)
+    for name, value in (("alpha_log__", np.log(3.0)), ("c", 0.4)):
+        step.shared[name].set_value(np.asarray(value))
+    moved = model.record(f)
+    fresh = working(3.0, 0.4)[1].record(f)
+    for field in ("u", "v", "a", "b"):
+        np.testing.assert_allclose(getattr(moved, field), getattr(fresh, field), rtol=1e-12)
+    assert not np.allclose(moved.a, first.a) and not np.allclose(moved.v, first.v)

@@ -95,12 +95,10 @@ class FamilyWorkingModel:
         y = model.rvs_to_values[obs]
         outs = graph_replace([eta, y, *others], shared, strict=False)
         self._fn = pm.pytensorf.compile([value_var], outs, on_unused_input="ignore", **(compile_kwargs or {}))
-        # the values besides the BART value that the record reads (the other variables, set by PyMC before each
-        # step, and data): the link's intercept and slope and the family's data are kept while these stay the same
-        # (None: a value that is not an array, compared by nothing, so never kept)
-        inputs = self._fn.get_shared()
-        arrays = all(isinstance(x.get_value(borrow=True), np.ndarray | np.generic | int | float) for x in inputs)
-        self._inputs, self._kept = (inputs if arrays else None), None
+        # what the record reads besides the BART value (the other variables, which PyMC sets before each step, and
+        # data): the link's intercept and slope and the family's data are kept while these values stay the same
+        self._inputs = self._fn.get_shared()
+        self._kept_at, self._kept = None, None
         self.name = obs.name
         self.family = f"{type(op).__name__.removesuffix('RV')} ({self.link} link)"
         self.mu0, self.s2 = float(center), 1.0  # the leaf prior; set by the step
@@ -176,13 +174,12 @@ class FamilyWorkingModel:
     def _parts(self, f: np.ndarray):
         """``(u, v, s, a, b)`` at the other variables' current values (checks that the link scale is affine
         in the BART value)."""
-        now = None if self._inputs is None else [x.get_value(borrow=True) for x in self._inputs]
-        if now is None or self._kept is None or not all(
-                np.array_equal(x, k) for x, k in zip(now, self._kept[0], strict=True)):
+        now = [np.array(x.get_value(borrow=True), copy=True) for x in self._inputs]
+        if self._kept_at is None or not all(np.array_equal(x, k) for x, k in zip(now, self._kept_at, strict=True)):
             eta0, y, others = self._eval(np.zeros(self.n))
             eta1 = self._eval(np.ones(self.n))[0]
-            self._kept = now and [np.array(x, copy=True) for x in now], (eta0, eta1 - eta0, self._data(y, others))
-        a, b, data = self._kept[1]
+            self._kept_at, self._kept = now, (eta0, eta1 - eta0, self._data(y, others))
+        a, b, data = self._kept
         eta = self._eval(f)[0]
         with np.errstate(invalid="ignore"):  # a link that is infinite at 0 or 1 (log |w|) is not affine: said below
             affine = np.allclose(eta, a + b * f, rtol=1e-8, atol=1e-8)
