@@ -62,14 +62,14 @@ def _exact(log_prior_scale, to_s2):
     return probs, sum(probs[k] * mean[k] for k in probs)
 
 
-def _run(make_scale, var, seed):
+def _run(make_scale, var, seed, **tree_options):
     with pm.Model():
         mu = pmt.BART("mu", CODES.astype(float), Y, m=1, mu0=0.0, sigma_mu=1.0)
         scale_var, sigma = make_scale()
         pm.Normal("y", mu, sigma, observed=Y)
         step = pmt.NormalScaleGibbs([scale_var])
-        idata = pm.sample(tune=500, draws=12_000, chains=1, step=[pmt.CGMStep([mu]), step], random_seed=seed,
-                          progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(tune=500, draws=12_000, chains=1, step=[pmt.CGMStep([mu], **tree_options), step],
+                          random_seed=seed, progressbar=False, compute_convergence_checks=False)
     kept = idata.posterior["mu"].values.reshape(-1, len(Y))[::4]
     return step, partition_keys_from_values(kept), idata.posterior[var]
 
@@ -103,6 +103,18 @@ def test_slice_halfnormal_sigma_matches_enumeration():
 
     step, keys, draws = _run(scale, "sigma", seed=5)
     assert not step.conjugate
+    _check(probs, mean_sigma, keys, draws)
+
+
+def test_twig_moves_with_a_sampled_sigma_match_enumeration():
+    """CGM with the twig moves (engine/moves/twig.py), sigma ~ HalfNormal(1) by its slice step."""
+    probs, mean_sigma = _exact(lambda t: stats.halfnorm.logpdf(np.exp(t)) + t, lambda t: np.exp(2 * t))
+
+    def scale():
+        s = pm.HalfNormal("sigma", 1.0)
+        return s, s
+
+    _, keys, draws = _run(scale, "sigma", seed=5, twigs=0.3)
     _check(probs, mean_sigma, keys, draws)
 
 

@@ -5,8 +5,8 @@ A tree is a :class:`~pymc_treesamplers.engine.records.Tree` (node rows, row orde
 rows, so a change touches only the rows of the nodes it changes. Node slots are kept compact: a
 freed slot is refilled by the last node, so no free list is needed.
 
-* building: :func:`set_leaf`, :func:`split_leaf`, :func:`collapse`, :func:`partition_rows`,
-  :func:`grow_from_prior`;
+* building: :func:`set_leaf`, :func:`split_leaf`, :func:`collapse`, :func:`collapse_subtree`,
+  :func:`partition_rows`, :func:`grow_from_prior`;
 * rules changed in place: :func:`repartition_subtree`, :func:`refresh_subtree_prior`;
 * walking: :func:`subtree_nodes` (the one depth-first walk: preorder, left child first);
 * picking: :func:`count_nodes`, :func:`nth_node`, :func:`random_node` over the node kinds
@@ -197,9 +197,12 @@ def collapse(t, k, threads=1):
 
 
 @numba.njit(cache=True, nogil=True)
-def grow_from_prior(rng, t, data, prior, b, scratch_p):
+def grow_from_prior(rng, t, data, prior, b, scratch_p, split_first=False):
     """Grow the leaf ``b`` into a subtree drawn from the tree prior on its rows; returns the
-    subtree's log prior probability."""
+    subtree's log prior probability.
+
+    ``split_first``: draw it from the prior given that ``b`` splits (``b`` must have a valid cut; the
+    returned log probability still counts ``b``'s split probability)."""
     ti = t.ints
     first = t.nn[0]
     total = 0.0
@@ -208,7 +211,7 @@ def grow_from_prior(rng, t, data, prior, b, scratch_p):
         d = ti[u, DEPTH]
         if t.floats[u, LWAVAIL] == NEG_INF:
             pass  # cannot split: a leaf with probability 1
-        elif rng.random() < math.exp(log_psplit(prior, d)):
+        elif (split_first and u == b) or rng.random() < math.exp(log_psplit(prior, d)):
             v, c, n_cuts = draw_split_rule(rng, data, t.perm, ti[u, START], ti[u, END], scratch_p)
             split_leaf(t, u, v, c, n_cuts, data)
             total += log_psplit(prior, d) + t.floats[u, RULELP]
@@ -219,6 +222,31 @@ def grow_from_prior(rng, t, data, prior, b, scratch_p):
         if u >= t.nn[0]:
             break
     return total
+
+
+@numba.njit(cache=True, nogil=True)
+def collapse_subtree(t, k, threads=1):
+    """Turn internal node ``k`` into a leaf, removing every node below it; returns ``k``'s slot afterwards.
+
+    The deepest splits go first, so each step is a :func:`collapse` of two leaves (a long node's rows merged back
+    in row order). Collapsing moves nodes between slots; ``k`` is found again by its row range, which no other
+    node has (every split leaves both sides non-empty).
+    """
+    ti = t.ints
+    s = ti[k, START]
+    e = ti[k, END]
+    while ti[k, LEFT] >= 0:
+        u = k
+        while not is_nog(ti, u):
+            a = ti[u, LEFT]
+            u = a if ti[a, LEFT] >= 0 else ti[u, RIGHT]
+        collapse(t, u, threads)
+        if u != k:
+            for q in range(t.nn[0]):
+                if ti[q, START] == s and ti[q, END] == e:
+                    k = q
+                    break
+    return k
 
 
 # ------------------------------------------------------------------------------------ walking

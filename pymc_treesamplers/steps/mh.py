@@ -18,15 +18,19 @@ class _MHStep(BaseTreeStep):
 
     move_probs: np.ndarray
 
-    def __init__(self, vars=None, *, backend: str = "cpu", **shared):
+    def __init__(self, vars=None, *, twigs: float = 0.0, backend: str = "cpu", **shared):
+        self.twigs = check_twigs(twigs)
         self.backend = check_backend(backend, shared.get("threads", 1))
         if self.backend != "cpu" and shared.get("warm_start", 0):
             raise ValueError(f"warm_start is not available with backend={backend!r} (the grow-from-root sweep runs on "
                              "the CPU): use backend='cpu' or warm_start=0")
+        if self.backend != "cpu" and self.twigs:
+            raise ValueError(f"twigs is not available with backend={backend!r} (the GPU sweep has grow, prune, change "
+                             "and swap only): use backend='cpu' or twigs=0")
         super().__init__(vars, **shared)
 
     def new_scratch(self, codes, m):
-        return new_mh_scratch(self.move_probs, codes.shape[0], codes.shape[1], m)
+        return new_mh_scratch(twig_mixture(self.move_probs, self.twigs), codes.shape[0], codes.shape[1], m)
 
     def _new_sweeper(self):
         return super()._new_sweeper() if self.backend == "cpu" else GPUSweeper(self, self.backend)
@@ -35,6 +39,32 @@ class _MHStep(BaseTreeStep):
     def _device(self) -> GPUSweeper | None:
         """The GPU sweep (``backend="cuda"`` or ``"cuda-twin"``), else None."""
         return None if self.backend == "cpu" else self.sweeper
+
+
+def check_twigs(twigs) -> float:
+    """``twigs``, the probability of proposing a twig move, as a float in [0, 1) (a ``TypeError`` or ``ValueError``
+    naming it otherwise).
+
+    >>> check_twigs(0.2)
+    0.2
+    """
+    if isinstance(twigs, bool) or not isinstance(twigs, (int, float, np.integer, np.floating)):
+        raise TypeError(f"twigs must be a number (the probability of proposing a twig move), got {twigs!r}")
+    if not 0.0 <= twigs < 1.0:
+        raise ValueError(f"twigs must be in [0, 1) (the probability of proposing a twig move), got {twigs!r}")
+    return float(twigs)
+
+
+def twig_mixture(move_probs, twigs: float) -> np.ndarray:
+    """The six move probabilities (grow, prune, change, swap, attach, detach): ``move_probs`` scaled by
+    ``1 - twigs``, and ``twigs`` shared by attach and detach. With ``twigs = 0`` the first four are
+    ``move_probs`` exactly.
+
+    >>> twig_mixture([0.5, 0.5, 0.0, 0.0], 0.2).tolist()
+    [0.4, 0.4, 0.0, 0.0, 0.1, 0.1]
+    """
+    probs = np.asarray(move_probs, dtype=float)
+    return np.concatenate([probs if twigs == 0.0 else probs * (1.0 - twigs), [twigs / 2, twigs / 2]])
 
 
 @tree_step
@@ -48,6 +78,11 @@ class GrowPruneStep(_MHStep):
     ----------
     vars : list of one BART variable, optional
         Defaults to the model's BART variable.
+    twigs : float in [0, 1), default 0
+        Probability of proposing a twig move instead of a grow or prune: half the time a subtree drawn from the
+        tree prior is attached at a leaf, half the time the whole subtree below a node is detached
+        (docs/mh.md#twig-moves). They make in one step the several nested splits that fitting a few isolated rows
+        needs, which grow/prune can only reach through trees the prior penalises.
     backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
         Where the sweep runs. ``"cuda"``: on one NVIDIA GPU (``pip install 'pymc-treesamplers[gpu]'``,
         docs/gpu.md), the rows and trees kept on the device across draws; only the exact Gaussian route (a
@@ -62,14 +97,15 @@ class GrowPruneStep(_MHStep):
     Examples
     --------
     >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu])])
+    >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu], twigs=0.2)])
     >>> # idata = pm.sample(step=[pmt.GrowPruneStep([mu], backend="cuda"), pmt.NormalScaleGibbs([sigma])])
     """
 
     name = "growprune"
 
-    def __init__(self, vars=None, *, backend: str = "cpu", **shared):
+    def __init__(self, vars=None, *, twigs: float = 0.0, backend: str = "cpu", **shared):
         self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
-        super().__init__(vars, backend=backend, **shared)
+        super().__init__(vars, twigs=twigs, backend=backend, **shared)
 
 
 @tree_step
@@ -85,6 +121,10 @@ class CGMStep(_MHStep):
     move_probs : sequence of 4 floats, default (0.25, 0.25, 0.40, 0.10)
         Probabilities of proposing a grow, prune, change and swap. Grow and prune must be
         positive (they are each other's reverse); the four must sum to 1.
+    twigs : float in [0, 1), default 0
+        Probability of proposing a twig move instead (``move_probs`` are scaled by ``1 - twigs``): attach a subtree
+        drawn from the tree prior at a leaf, or detach the whole subtree below a node, as for
+        :class:`GrowPruneStep`.
     backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
         Where the sweep runs, as for :class:`GrowPruneStep` (docs/gpu.md): ``"cuda"`` runs these four moves on
         one NVIDIA GPU, with the same refusals. On the GPU a change or swap above a subtree of more than 31
@@ -106,6 +146,7 @@ class CGMStep(_MHStep):
         vars=None,
         *,
         move_probs: Sequence[float] = (0.25, 0.25, 0.40, 0.10),
+        twigs: float = 0.0,
         backend: str = "cpu",
         **shared,
     ):
@@ -120,4 +161,4 @@ class CGMStep(_MHStep):
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
-        super().__init__(vars, backend=backend, **shared)
+        super().__init__(vars, twigs=twigs, backend=backend, **shared)

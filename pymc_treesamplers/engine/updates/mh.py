@@ -1,5 +1,6 @@
 """Metropolis-Hastings tree update: one proposal per tree from a mixture of grow, prune, change
-and swap (Chipman, George & McCulloch 1998); with change and swap at zero, grow/prune only."""
+and swap (Chipman, George & McCulloch 1998) and the twig moves, attach and detach (:mod:`..moves.twig`); with
+change and swap at zero, grow/prune only."""
 
 import math
 from typing import NamedTuple
@@ -10,13 +11,14 @@ import numpy as np
 from ..driver import register_update
 from ..moves.cgm import MoveBuffers, change_move, new_move_buffers, swap_move
 from ..moves.growprune import grow_move, prune_move
+from ..moves.twig import attach_move, detach_move
 from ..nodes import LEFT
 
-MOVE_GROW, MOVE_PRUNE, MOVE_CHANGE, MOVE_SWAP = range(4)
+MOVE_GROW, MOVE_PRUNE, MOVE_CHANGE, MOVE_SWAP, MOVE_ATTACH, MOVE_DETACH = range(6)
 
 
 class MHScratch(NamedTuple):
-    """``probs`` (grow, prune, change, swap), move buffers, and the move each tree last proposed."""
+    """``probs`` (grow, prune, change, swap, attach, detach), move buffers, and the move each tree last proposed."""
 
     probs: np.ndarray
     mb: MoveBuffers
@@ -24,8 +26,11 @@ class MHScratch(NamedTuple):
 
 
 def new_mh_scratch(probs, p: int, n: int, m: int) -> MHScratch:
-    """Scratch for :func:`mh_update` on ``m`` trees over ``n`` rows and ``p`` covariates."""
-    return MHScratch(np.asarray(probs, dtype=np.float64), new_move_buffers(p, n), np.zeros(m, dtype=np.int64))
+    """Scratch for :func:`mh_update` on ``m`` trees over ``n`` rows and ``p`` covariates; ``probs``: the four
+    CGM move probabilities, or six with the twig moves' (attach, detach) last."""
+    probs = np.asarray(probs, dtype=np.float64)
+    probs = np.pad(probs, (0, 6 - len(probs)))
+    return MHScratch(probs, new_move_buffers(p, n), np.zeros(m, dtype=np.int64))
 
 
 @register_update(MHScratch)
@@ -49,5 +54,14 @@ def mh_update(rng, j, t, data, prior, pseudo, sampler):
     if u < probs[2]:
         sampler.moves[j] = MOVE_CHANGE
         return int(change_move(rng, t, data, prior, pseudo, sampler.mb))
+    u -= probs[2]
+    # u >= 0 here (rounded subtractions of smaller numbers), so zero twig probabilities leave the draws as they were
+    if u < probs[4]:
+        sampler.moves[j] = MOVE_ATTACH
+        return int(attach_move(rng, t, data, prior, pseudo, sampler.mb, math.log(probs[4]), math.log(probs[5])))
+    u -= probs[4]
+    if u < probs[5]:
+        sampler.moves[j] = MOVE_DETACH
+        return int(detach_move(rng, t, prior, pseudo, sampler.mb, math.log(probs[4]), math.log(probs[5])))
     sampler.moves[j] = MOVE_SWAP
     return int(swap_move(rng, t, data, prior, pseudo, sampler.mb))
