@@ -36,7 +36,12 @@ as ``NormalScaleGibbs`` does. The arms:
 These are research prototypes written over the engine's public records: none is in the package, because none
 paid for itself here (docs/samplers.md, "Do the chains agree?").
 
-Data: Boston housing (the ``make demo`` split, 405 rows) and Friedman #1 (n = 1000, the mixing benchmark's).
+* ``twigs``: CGM without and with the twig moves (``CGMStep(twigs=...)``: attach a subtree drawn from the tree prior
+  at a leaf, detach the whole subtree below a node; docs/mh.md), at each ``m`` of ``TWIGS``.
+
+Data: Boston housing (the ``make demo`` split, 405 rows), Friedman #1 (n = 1000, the mixing benchmark's), California
+housing (2,000 training rows, benchmarks/california.py) and marketing (sales on advertising budgets, 200 rows, a
+fixed 80/20 split; not used to tune anything).
 """
 
 from __future__ import annotations
@@ -52,28 +57,33 @@ from benchmarks.harness import fmt, md_table
 from benchmarks.mixing import load_case
 
 MODULE = "benchmarks.mechanisms"
-CASES = ("boston", "friedman")
-ARMS = ("trees", "samplers", "tempered", "collapsed")
-TREES = {"boston": (50, 200, 400, 800), "friedman": (200, 400, 800)}
-BASE_M = {"boston": 50, "friedman": 200}  # the m of make demo and of the mixing benchmark
+CASES = ("boston", "friedman", "california", "marketing")
+ARMS = ("trees", "samplers", "tempered", "collapsed", "twigs")
+TREES = {"boston": (50, 200, 400, 800), "friedman": (200, 400, 800), "california": (200,), "marketing": (200,)}
+BASE_M = {"boston": 50, "friedman": 200, "california": 200, "marketing": 200}  # the mixing benchmark's m
+# the twig moves (engine/moves/twig.py): CGM without them and with this share of the proposals, at each m
+TWIGS = {"boston": (50, 200), "friedman": (200,), "california": (200,), "marketing": (200,)}
+TWIG_SHARES = (0.3,)
 # (replicas, beta_min); on Friedman the two ladders that were nearest to paying on Boston (its sweep costs ~4x)
-TEMPERED = {"boston": ((2, 0.9), (4, 0.8), (4, 0.5), (8, 0.5)), "friedman": ((2, 0.9), (4, 0.8))}
+TEMPERED = {"boston": ((2, 0.9), (4, 0.8), (4, 0.5), (8, 0.5)), "friedman": ((2, 0.9), (4, 0.8)), "california": (),
+            "marketing": ()}
 # the collapsed step's eigen-decomposition grows as L^3 (L ~ 600 leaves at m = 200): Boston only
 COLLAPSED = ("boston",)
 # the package's other tree steps, at the base m (CT and PG cost 10-20x CGM's sweep: Boston only)
-SAMPLERS = {"boston": ("reshape", "pg", "ct"), "friedman": ("reshape",)}
+SAMPLERS = {"boston": ("reshape", "pg", "ct"), "friedman": ("reshape",), "california": (), "marketing": ()}
 STEPS = {"cgm": "CGMStep", "reshape": "ReshapeStep", "pg": "PGBARTStep", "ct": "CTBirthDeathStep"}
 TUNE = 1000
 N_ROWS = 10  # training rows whose f is tracked
 N_PREDICT = 100  # kept draws per chain whose forests predict the test rows
 SEED = 44
-DRAWS = {"boston": 4000, "friedman": 2000}  # kept draws per chain: Friedman's sweeps cost about 4x Boston's
+# kept draws per chain: Friedman's sweeps cost about 4x Boston's, California's (2,000 rows) about 2x Friedman's
+DRAWS = {"boston": 4000, "friedman": 2000, "california": 2000, "marketing": 4000}
 
 
 # =========================================================================== worker
 
 
-def _problem(case: str, m: int, sampler: str = "cgm"):
+def _problem(case: str, m: int, sampler: str = "cgm", twigs: float = 0.0):
     """The tree step's chain for the benchmark's model, and what the worker needs around it."""
     import pymc as pm
 
@@ -85,7 +95,7 @@ def _problem(case: str, m: int, sampler: str = "cgm"):
         mu = pmt.BART("mu", X, y, m=m)
         sigma = pm.HalfNormal("sigma", float(y.std()))
         pm.Normal("y", mu, sigma, observed=y)
-        step = getattr(pmt, STEPS[sampler])([mu])
+        step = getattr(pmt, STEPS[sampler])([mu], **({"twigs": twigs} if twigs else {}))
     return step, y, np.asarray(X_test, dtype=float), np.asarray(target, dtype=float)
 
 
@@ -196,7 +206,7 @@ def worker_body(spec: dict) -> dict:
     from pymc_treesamplers.results.diagnostics import bulk_ess, rank_rhat
     from pymc_treesamplers.results.predictive import predict_forests
 
-    step, y, X_test, target = _problem(spec["case"], spec["m"], spec["sampler"])
+    step, y, X_test, target = _problem(spec["case"], spec["m"], spec["sampler"], spec.get("twigs", 0.0))
     rows = np.linspace(0, y.size - 1, N_ROWS).round().astype(np.int64)
     _run_chain({**spec, "draws": 5}, step, y, rows, 0)  # untimed: the numba caches
     runs = [_run_chain(spec, step, y, rows, SEED + c) for c in range(spec["chains"])]
@@ -227,6 +237,8 @@ def _label(spec: dict) -> str:
         return f"CGM, m = {spec['m']}"
     if spec["arm"] == "samplers":
         return f"{STEPS[spec['sampler']].removesuffix('Step')}, m = {spec['m']}"
+    if spec["arm"] == "twigs":
+        return f"CGM, m = {spec['m']}" + (f" + twig moves ({spec['twigs']:g} of proposals)" if spec["twigs"] else "")
     if spec["arm"] == "tempered":
         return f"CGM + replica exchange, K = {spec['replicas']}, β down to {spec['beta_min']}"
     return "CGM + σ with the leaves integrated out"
@@ -304,6 +316,9 @@ def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
                 ladders = TEMPERED[case][:1] if args.quick else TEMPERED[case]
                 runs += [(f"{case} tempered K={k} beta_min={b}", {**base, "arm": arm, "replicas": k, "beta_min": b})
                          for k, b in ladders]
+            elif arm == "twigs":
+                runs += [(f"{case} twigs={share} m={m}", {**base, "arm": arm, "m": m, "twigs": share})
+                         for m in TWIGS[case] for share in (0.0, *TWIG_SHARES)]
             elif case in COLLAPSED:
                 runs.append((f"{case} collapsed", {**base, "arm": arm}))
     return settings, runs
