@@ -121,6 +121,7 @@ bench-mixing: $(VENV)/.bench-installed
 		--seeds 1,2,3,4 --split-points range --out docs/reports/hypercube-mixing.md --json benchmarks/results/hypercube-mixing.json
 	$(PY) -m benchmarks.mixing
 	$(PY) -m benchmarks.mechanisms
+	$(PY) -m benchmarks.mechanisms --arms twigs --out docs/reports/twigs.md --json benchmarks/results/twigs.json
 
 bench-mixing-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.mixing --quick

@@ -44,6 +44,7 @@ REPORTS = [
     "smctree-benchmark-quick",
     "speed",
     "threads",
+    "twigs",
     "variance",
     "varying",
 ]
