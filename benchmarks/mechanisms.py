@@ -37,8 +37,9 @@ as ``NormalScaleGibbs`` does. The arms:
 These are research prototypes written over the engine's public records: none is in the package, because none
 paid for itself here (docs/samplers.md, "Do the chains agree?").
 
-* ``twigs``: CGM without and with the twig moves (``CGMStep(twigs=...)``: attach a subtree drawn from the tree prior
-  at a leaf, detach the whole subtree below a node; docs/mh.md), at each ``m`` of ``TWIGS``.
+* ``twigs``: CGM without and with the twig moves, at each ``m`` of ``TWIGS``: ``CGMStep(twigs=...)`` (attach a subtree
+  drawn from the tree prior at a leaf, detach the whole subtree below a node) and ``CGMStep(aimed_twigs=...)`` (a
+  path of splits that narrows in on a row drawn by its squared residual, attached or detached; docs/mh.md).
 
 Data: Boston housing (the ``make demo`` split, 405 rows), Friedman #1 (n = 1000, the mixing benchmark's), California
 housing (2,000 training rows, benchmarks/california.py) and marketing (sales on advertising budgets, 200 rows, a
@@ -63,9 +64,10 @@ ARMS = ("trees", "samplers", "tempered", "collapsed", "twigs")
 DEFAULT_ARMS = ARMS[:4]  # the twigs arm has its own report (make bench-mixing: docs/reports/twigs.md)
 TREES = {"boston": (50, 200, 400, 800), "friedman": (200, 400, 800), "california": (200,), "marketing": (200,)}
 BASE_M = {"boston": 50, "friedman": 200, "california": 200, "marketing": 200}  # the mixing benchmark's m
-# the twig moves (engine/moves/twig.py): CGM without them and with this share of the proposals, at each m
+# the twig moves (engine/moves/twig.py): CGM without them and with these shares of the proposals (from the prior,
+# aimed at misfit rows), at each m
 TWIGS = {"boston": (50, 200), "friedman": (200,), "california": (200,), "marketing": (200,)}
-TWIG_SHARES = (0.3,)
+TWIG_SHARES = ((0.0, 0.0), (0.3, 0.0), (0.0, 0.3))
 # (replicas, beta_min); on Friedman the two ladders that were nearest to paying on Boston (its sweep costs ~4x)
 TEMPERED = {"boston": ((2, 0.9), (4, 0.8), (4, 0.5), (8, 0.5)), "friedman": ((2, 0.9), (4, 0.8)), "california": (),
             "marketing": ()}
@@ -85,7 +87,7 @@ DRAWS = {"boston": 4000, "friedman": 2000, "california": 2000, "marketing": 4000
 # =========================================================================== worker
 
 
-def _problem(case: str, m: int, sampler: str = "cgm", twigs: float = 0.0):
+def _problem(case: str, m: int, sampler: str = "cgm", twigs: float = 0.0, aimed: float = 0.0):
     """The tree step's chain for the benchmark's model, and what the worker needs around it."""
     import pymc as pm
 
@@ -97,7 +99,8 @@ def _problem(case: str, m: int, sampler: str = "cgm", twigs: float = 0.0):
         mu = pmt.BART("mu", X, y, m=m)
         sigma = pm.HalfNormal("sigma", float(y.std()))
         pm.Normal("y", mu, sigma, observed=y)
-        step = getattr(pmt, STEPS[sampler])([mu], **({"twigs": twigs} if twigs else {}))
+        moves = {k: v for k, v in (("twigs", twigs), ("aimed_twigs", aimed)) if v}
+        step = getattr(pmt, STEPS[sampler])([mu], **moves)
     return step, y, np.asarray(X_test, dtype=float), np.asarray(target, dtype=float)
 
 
@@ -208,7 +211,8 @@ def worker_body(spec: dict) -> dict:
     from pymc_treesamplers.results.diagnostics import bulk_ess, rank_rhat
     from pymc_treesamplers.results.predictive import predict_forests
 
-    step, y, X_test, target = _problem(spec["case"], spec["m"], spec["sampler"], spec.get("twigs", 0.0))
+    step, y, X_test, target = _problem(spec["case"], spec["m"], spec["sampler"], spec.get("twigs", 0.0),
+                                       spec.get("aimed", 0.0))
     rows = np.linspace(0, y.size - 1, N_ROWS).round().astype(np.int64)
     _run_chain({**spec, "draws": 5}, step, y, rows, 0)  # untimed: the numba caches
     runs = [_run_chain(spec, step, y, rows, SEED + c) for c in range(spec["chains"])]
@@ -240,7 +244,9 @@ def _label(spec: dict) -> str:
     if spec["arm"] == "samplers":
         return f"{STEPS[spec['sampler']].removesuffix('Step')}, m = {spec['m']}"
     if spec["arm"] == "twigs":
-        return f"CGM, m = {spec['m']}" + (f" + twig moves ({spec['twigs']:g} of proposals)" if spec["twigs"] else "")
+        moves = [f"{name} ({spec.get(key, 0.0):g} of proposals)"
+                 for key, name in (("twigs", "twig moves"), ("aimed", "aimed twigs")) if spec.get(key, 0.0)]
+        return " + ".join([f"CGM, m = {spec['m']}", *moves])
     if spec["arm"] == "tempered":
         return f"CGM + replica exchange, K = {spec['replicas']}, β down to {spec['beta_min']}"
     return "CGM + σ with the leaves integrated out"
@@ -319,8 +325,9 @@ def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
                 runs += [(f"{case} tempered K={k} beta_min={b}", {**base, "arm": arm, "replicas": k, "beta_min": b})
                          for k, b in ladders]
             elif arm == "twigs":
-                runs += [(f"{case} twigs={share} m={m}", {**base, "arm": arm, "m": m, "twigs": share})
-                         for m in TWIGS[case] for share in (0.0, *TWIG_SHARES)]
+                runs += [(f"{case} twigs={tw} aimed={aim} m={m}",
+                          {**base, "arm": arm, "m": m, "twigs": tw, "aimed": aim})
+                         for m in TWIGS[case] for tw, aim in TWIG_SHARES]
             elif case in COLLAPSED:
                 runs.append((f"{case} collapsed", {**base, "arm": arm}))
     return settings, runs

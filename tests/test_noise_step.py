@@ -107,14 +107,15 @@ def test_slice_halfnormal_sigma_matches_enumeration():
 
 
 def test_twig_moves_with_a_sampled_sigma_match_enumeration():
-    """CGM with the twig moves (engine/moves/twig.py), sigma ~ HalfNormal(1) by its slice step."""
+    """CGM with the twig moves, from the prior and aimed (engine/moves/twig.py), sigma ~ HalfNormal(1) by its slice
+    step."""
     probs, mean_sigma = _exact(lambda t: stats.halfnorm.logpdf(np.exp(t)) + t, lambda t: np.exp(2 * t))
 
     def scale():
         s = pm.HalfNormal("sigma", 1.0)
         return s, s
 
-    _, keys, draws = _run(scale, "sigma", seed=5, twigs=0.3)
+    _, keys, draws = _run(scale, "sigma", seed=5, twigs=0.2, aimed_twigs=0.2)
     _check(probs, mean_sigma, keys, draws)
 
 

@@ -22,7 +22,7 @@ from pymc_treesamplers.engine.leaves import range_loglik
 from pymc_treesamplers.engine.moves import growprune, twig
 from pymc_treesamplers.engine.nodes import DEPTH, END, LEFT, PARENT, RIGHT, START
 from pymc_treesamplers.engine.prior import log1m_psplit, log_psplit
-from pymc_treesamplers.engine.records import TreePrior, split_data
+from pymc_treesamplers.engine.records import Pseudo, TreePrior, split_data
 from pymc_treesamplers.engine.tree import (
     GROWABLE,
     INTERNAL_CHILD,
@@ -55,8 +55,12 @@ GP_THIN = 100
 
 
 @pytest.mark.boundscheck
-@pytest.mark.parametrize("step, options, w, thin", [(pmt.GrowPruneStep, {"twigs": 0.5}, 1.0, GP_THIN),
-                                                    (pmt.CGMStep, {"twigs": 0.3}, 4.0, 20)], ids=["growprune", "cgm"])
+@pytest.mark.parametrize("step, options, w, thin", [
+    (pmt.GrowPruneStep, {"twigs": 0.5}, 1.0, GP_THIN),
+    (pmt.CGMStep, {"twigs": 0.3}, 4.0, 20),
+    (pmt.GrowPruneStep, {"aimed_twigs": 0.5}, 1.0, GP_THIN),
+    (pmt.CGMStep, {"aimed_twigs": 0.3}, 4.0, 20),
+], ids=["growprune", "cgm", "growprune-aimed", "cgm-aimed"])
 def test_twig_moves_match_the_tree_posterior_and_prior(step, options, w, thin):
     tv, threshold = _tree_tv(step, options, w=w, thin=thin)
     assert tv < threshold, f"TV {tv:.4f} >= {threshold:.4f}"
@@ -73,7 +77,8 @@ class _Wrong(MHScratch):
 
 class _WrongStep(pmt.GrowPruneStep):
     def new_scratch(self, codes, m):
-        return _Wrong(*new_mh_scratch(twig_mixture(self.move_probs, 0.5), codes.shape[0], codes.shape[1], m))
+        return _Wrong(*new_mh_scratch(twig_mixture(self.move_probs, self.twigs, self.aimed_twigs), codes.shape[0],
+                                      codes.shape[1], m))
 
 
 @numba.njit(cache=True)
@@ -108,10 +113,16 @@ def _wrong_update(rng, j, t, data, prior, ps, sk):
         growprune.grow_move(rng, t, data, prior, ps, sk.mb.scratch_p, lg, lg)
     elif u < 0.5:
         growprune.prune_move(rng, t, prior, ps, lg, lg)
+    elif sk.probs[6] == 0.0:
+        if u < 0.75:
+            _attach_without_reverse_choice(rng, t, data, prior, ps, sk.mb)
+        else:
+            twig.detach_move(rng, t, prior, ps, sk.mb, lg, lg)
     elif u < 0.75:
-        _attach_without_reverse_choice(rng, t, data, prior, ps, sk.mb)
+        twig.aimed_attach_move(rng, t, data, prior, ps, sk.mb, 0.5, lg, lg)
     else:
-        twig.detach_move(rng, t, prior, ps, sk.mb, lg, lg)
+        # the reverse move's continuation probability misstated: its paths weighed as if drawn with rho = 0.8
+        twig.aimed_detach_move(rng, t, data, prior, ps, sk.mb, 0.8, lg, lg)
     return 1
 
 
@@ -119,9 +130,12 @@ register_update(_Wrong)(_wrong_update)
 
 
 @pytest.mark.boundscheck
-def test_an_attach_without_the_reverse_choice_fails():
-    """The right mixture at these weights is the first test's growprune case; this one must miss."""
-    tv, threshold = _tree_tv(_WrongStep, {}, w=1.0, thin=GP_THIN)
+@pytest.mark.parametrize("options", [{"twigs": 0.5}, {"aimed_twigs": 0.5}], ids=["prior", "aimed"])
+def test_a_twig_move_with_a_wrong_reverse_probability_fails(options):
+    """An attach without the node choices ``C(T')`` and ``G(T)``, and an aimed detach that weighs the paths by
+    another ``rho`` than the attach draws them with; the right mixtures at these weights are the growprune cases
+    of the first test, and these must miss."""
+    tv, threshold = _tree_tv(_WrongStep, options, w=1.0, thin=GP_THIN)
     assert tv > threshold, f"TV {tv:.4f} <= {threshold:.4f}"
 
 
@@ -173,6 +187,18 @@ def test_collapse_subtree_leaves_the_rest_of_the_tree_as_it_was(seed):
     assert after == {x for x in outside if not (s <= x[0] and x[1] <= e)} | {(s, e, 0)}
 
 
+def test_a_misfit_row_is_drawn_by_its_squared_deviation():
+    rng = np.random.default_rng(0)
+    r = np.array([0.0, 1.0, -1.0, 3.0, 1.0])  # mean 0.8 with these weights
+    w = np.array([1.0, 1.0, 1.0, 1.0, 0.0])
+    ps = Pseudo(r, w, 1)
+    draws = np.bincount([twig.misfit_row(rng, ps) for _ in range(40_000)], minlength=5) / 40_000
+    mean = (w * r).sum() / w.sum()
+    expected = w * (r - mean) ** 2 / (w * (r - mean) ** 2).sum()
+    assert np.abs(draws - expected).max() < 0.01
+    assert twig.misfit_row(rng, Pseudo(np.ones(4), np.ones(1), 1)) == -1
+
+
 def test_twigs_is_checked_and_off_leaves_the_mixture_as_it_was():
     codes, r, _ = tiny_data(0)
     with pm.Model():
@@ -183,7 +209,11 @@ def test_twigs_is_checked_and_off_leaves_the_mixture_as_it_was():
                 pmt.CGMStep([mu], twigs=bad)
         with pytest.raises(ValueError, match="twigs"):
             pmt.GrowPruneStep([mu], twigs=0.2, backend="cuda-twin")
-    assert twig_mixture([0.25, 0.25, 0.4, 0.1], 0.0).tolist() == [0.25, 0.25, 0.4, 0.1, 0.0, 0.0]
+        with pytest.raises(ValueError, match="aimed_twigs"):
+            pmt.CGMStep([mu], twigs=0.5, aimed_twigs=0.5)
+        with pytest.raises(TypeError, match="aimed_twigs"):
+            pmt.CGMStep([mu], aimed_twigs="0.1")
+    assert twig_mixture([0.25, 0.25, 0.4, 0.1], 0.0).tolist() == [0.25, 0.25, 0.4, 0.1, 0.0, 0.0, 0.0, 0.0]
 
 
 def test_pm_sample_with_twigs_matches_enumeration():
@@ -193,7 +223,7 @@ def test_pm_sample_with_twigs_matches_enumeration():
         mu = pmt.BART("mu", codes.astype(float), r, m=1, mu0=0.0, sigma_mu=1.0)
         pm.Normal("y", mu, 1.0, observed=r)
         idata = pm.sample(tune=100, draws=8000, chains=1, random_seed=3, progressbar=False,
-                          step=[pmt.CGMStep([mu], twigs=0.3)], compute_convergence_checks=False)
+                          step=[pmt.CGMStep([mu], twigs=0.2, aimed_twigs=0.2)], compute_convergence_checks=False)
     keys = partition_keys_from_values(idata.posterior["mu"].values[0][::4])
     exact = exact_partition_posterior(codes, r, np.ones(len(r)), 0.95, 2.0, 0.0, 1.0)
     assert tv_distance(exact, empirical(keys)) < tv_threshold(exact, len(keys))

@@ -18,19 +18,24 @@ class _MHStep(BaseTreeStep):
 
     move_probs: np.ndarray
 
-    def __init__(self, vars=None, *, twigs: float = 0.0, backend: str = "cpu", **shared):
+    def __init__(self, vars=None, *, twigs: float = 0.0, aimed_twigs: float = 0.0, backend: str = "cpu", **shared):
         self.twigs = check_twigs(twigs)
+        self.aimed_twigs = check_twigs(aimed_twigs, "aimed_twigs")
+        if self.twigs + self.aimed_twigs >= 1.0:
+            raise ValueError(f"twigs + aimed_twigs must be below 1 (the other moves take the rest), got "
+                             f"{self.twigs} + {self.aimed_twigs}")
         self.backend = check_backend(backend, shared.get("threads", 1))
         if self.backend != "cpu" and shared.get("warm_start", 0):
             raise ValueError(f"warm_start is not available with backend={backend!r} (the grow-from-root sweep runs on "
                              "the CPU): use backend='cpu' or warm_start=0")
-        if self.backend != "cpu" and self.twigs:
-            raise ValueError(f"twigs is not available with backend={backend!r} (the GPU sweep has grow, prune, change "
-                             "and swap only): use backend='cpu' or twigs=0")
+        if self.backend != "cpu" and (self.twigs or self.aimed_twigs):
+            raise ValueError(f"twigs and aimed_twigs are not available with backend={backend!r} (the GPU sweep has "
+                             "grow, prune, change and swap only): use backend='cpu' or twigs=0, aimed_twigs=0")
         super().__init__(vars, **shared)
 
     def new_scratch(self, codes, m):
-        return new_mh_scratch(twig_mixture(self.move_probs, self.twigs), codes.shape[0], codes.shape[1], m)
+        return new_mh_scratch(twig_mixture(self.move_probs, self.twigs, self.aimed_twigs), codes.shape[0],
+                              codes.shape[1], m)
 
     def _new_sweeper(self):
         return super()._new_sweeper() if self.backend == "cpu" else GPUSweeper(self, self.backend)
@@ -41,30 +46,32 @@ class _MHStep(BaseTreeStep):
         return None if self.backend == "cpu" else self.sweeper
 
 
-def check_twigs(twigs) -> float:
+def check_twigs(twigs, name: str = "twigs") -> float:
     """``twigs``, the probability of proposing a twig move, as a float in [0, 1) (a ``TypeError`` or ``ValueError``
-    naming it otherwise).
+    naming the option ``name`` otherwise).
 
     >>> check_twigs(0.2)
     0.2
     """
     if isinstance(twigs, bool) or not isinstance(twigs, (int, float, np.integer, np.floating)):
-        raise TypeError(f"twigs must be a number (the probability of proposing a twig move), got {twigs!r}")
+        raise TypeError(f"{name} must be a number (the probability of proposing a twig move), got {twigs!r}")
     if not 0.0 <= twigs < 1.0:
-        raise ValueError(f"twigs must be in [0, 1) (the probability of proposing a twig move), got {twigs!r}")
+        raise ValueError(f"{name} must be in [0, 1) (the probability of proposing a twig move), got {twigs!r}")
     return float(twigs)
 
 
-def twig_mixture(move_probs, twigs: float) -> np.ndarray:
-    """The six move probabilities (grow, prune, change, swap, attach, detach): ``move_probs`` scaled by
-    ``1 - twigs``, and ``twigs`` shared by attach and detach. With ``twigs = 0`` the first four are
-    ``move_probs`` exactly.
+def twig_mixture(move_probs, twigs: float, aimed_twigs: float = 0.0) -> np.ndarray:
+    """The eight move probabilities (grow, prune, change, swap, attach, detach, aimed attach, aimed detach):
+    ``move_probs`` scaled by ``1 - twigs - aimed_twigs``, ``twigs`` shared by attach and detach, ``aimed_twigs`` by
+    their aimed versions. With both 0 the first four are ``move_probs`` exactly.
 
     >>> twig_mixture([0.5, 0.5, 0.0, 0.0], 0.2).tolist()
-    [0.4, 0.4, 0.0, 0.0, 0.1, 0.1]
+    [0.4, 0.4, 0.0, 0.0, 0.1, 0.1, 0.0, 0.0]
     """
     probs = np.asarray(move_probs, dtype=float)
-    return np.concatenate([probs if twigs == 0.0 else probs * (1.0 - twigs), [twigs / 2, twigs / 2]])
+    rest = 1.0 - twigs - aimed_twigs
+    return np.concatenate([probs if rest == 1.0 else probs * rest,
+                           [twigs / 2, twigs / 2, aimed_twigs / 2, aimed_twigs / 2]])
 
 
 @tree_step
@@ -83,6 +90,10 @@ class GrowPruneStep(_MHStep):
         tree prior is attached at a leaf, half the time the whole subtree below a node is detached
         (docs/mh.md#twig-moves). They make in one step the several nested splits that fitting a few isolated rows
         needs, which grow/prune can only reach through trees the prior penalises.
+    aimed_twigs : float in [0, 1), default 0
+        Probability of proposing a twig aimed at a misfit row instead: a row is drawn with probability proportional
+        to its squared deviation in the pseudo-data the other trees leave, and a path of splits that narrows in on
+        it is attached at its leaf, or such a path detached (docs/mh.md#twig-moves).
     backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
         Where the sweep runs. ``"cuda"``: on one NVIDIA GPU (``pip install 'pymc-treesamplers[gpu]'``,
         docs/gpu.md), the rows and trees kept on the device across draws; only the exact Gaussian route (a
@@ -103,9 +114,9 @@ class GrowPruneStep(_MHStep):
 
     name = "growprune"
 
-    def __init__(self, vars=None, *, twigs: float = 0.0, backend: str = "cpu", **shared):
+    def __init__(self, vars=None, *, twigs: float = 0.0, aimed_twigs: float = 0.0, backend: str = "cpu", **shared):
         self.move_probs = np.array([0.5, 0.5, 0.0, 0.0])
-        super().__init__(vars, twigs=twigs, backend=backend, **shared)
+        super().__init__(vars, twigs=twigs, aimed_twigs=aimed_twigs, backend=backend, **shared)
 
 
 @tree_step
@@ -125,6 +136,8 @@ class CGMStep(_MHStep):
         Probability of proposing a twig move instead (``move_probs`` are scaled by ``1 - twigs``): attach a subtree
         drawn from the tree prior at a leaf, or detach the whole subtree below a node, as for
         :class:`GrowPruneStep`.
+    aimed_twigs : float in [0, 1), default 0
+        Probability of proposing a twig aimed at a misfit row instead, as for :class:`GrowPruneStep`.
     backend : {"cpu", "cuda", "cuda-twin"}, default "cpu"
         Where the sweep runs, as for :class:`GrowPruneStep` (docs/gpu.md): ``"cuda"`` runs these four moves on
         one NVIDIA GPU, with the same refusals. On the GPU a change or swap above a subtree of more than 31
@@ -147,6 +160,7 @@ class CGMStep(_MHStep):
         *,
         move_probs: Sequence[float] = (0.25, 0.25, 0.40, 0.10),
         twigs: float = 0.0,
+        aimed_twigs: float = 0.0,
         backend: str = "cpu",
         **shared,
     ):
@@ -161,4 +175,4 @@ class CGMStep(_MHStep):
         if abs(probs.sum() - 1.0) > 1e-9:
             raise ValueError(f"move_probs must sum to 1, got {probs.sum()}")
         self.move_probs = probs
-        super().__init__(vars, twigs=twigs, backend=backend, **shared)
+        super().__init__(vars, twigs=twigs, aimed_twigs=aimed_twigs, backend=backend, **shared)

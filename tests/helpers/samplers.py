@@ -51,11 +51,11 @@ SAMPLERS = [
             pair=(10_000, 50, 1), pm_sample=(2.0, 2000, 15, 3, {})),
     Sampler("cgm", pmt.CGMStep, {}, posterior=(4.0, 20_000, 20, 11), prior=(20_000, 10, 5),
             pair=(10_000, 20, 1), pm_sample=(1.0, 2000, 4, 3, {})),
-    # the twig moves (attach a prior subtree at a leaf, detach a whole subtree) in each MH move set, at a share
-    # above any default so the chain leans on them
-    Sampler("cgm-twigs", pmt.CGMStep, {"twigs": 0.3}, posterior=(4.0, 20_000, 20, 11), prior=(20_000, 10, 5),
-            pair=(10_000, 20, 1)),
-    Sampler("growprune-twigs", pmt.GrowPruneStep, {"twigs": 0.4}, posterior=(1.0, 20_000, 50, 11),
+    # the twig moves (attach a prior subtree at a leaf, detach a whole subtree; and both aimed at a misfit row) in
+    # each MH move set, at shares above any default so the chain leans on them
+    Sampler("cgm-twigs", pmt.CGMStep, {"twigs": 0.2, "aimed_twigs": 0.2}, posterior=(4.0, 20_000, 20, 11),
+            prior=(20_000, 10, 5), pair=(10_000, 20, 1)),
+    Sampler("growprune-twigs", pmt.GrowPruneStep, {"twigs": 0.2, "aimed_twigs": 0.2}, posterior=(1.0, 20_000, 50, 11),
             prior=(20_000, 10, 5), pair=(10_000, 50, 1)),
     Sampler("pg", pmt.PGBARTStep, {}, posterior=(1.0, 10_000, 20, 10), prior=(5000, 60, 110),
             pair=(10_000, 20, 1), pm_sample=(1.0, 2000, 15, 5, {}),

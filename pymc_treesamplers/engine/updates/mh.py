@@ -11,14 +11,18 @@ import numpy as np
 from ..driver import register_update
 from ..moves.cgm import MoveBuffers, change_move, new_move_buffers, swap_move
 from ..moves.growprune import grow_move, prune_move
-from ..moves.twig import attach_move, detach_move
+from ..moves.twig import aimed_attach_move, aimed_detach_move, attach_move, detach_move
 from ..nodes import LEFT
 
-MOVE_GROW, MOVE_PRUNE, MOVE_CHANGE, MOVE_SWAP, MOVE_ATTACH, MOVE_DETACH = range(6)
+MOVE_GROW, MOVE_PRUNE, MOVE_CHANGE, MOVE_SWAP, MOVE_ATTACH, MOVE_DETACH, MOVE_AIMED_ATTACH, MOVE_AIMED_DETACH = range(8)
+N_MOVES = 8
+AIMED_RHO = 0.5
+"""The probability that an aimed twig's path goes on splitting (:func:`~..moves.twig.aimed_attach_move`)."""
 
 
 class MHScratch(NamedTuple):
-    """``probs`` (grow, prune, change, swap, attach, detach), move buffers, and the move each tree last proposed."""
+    """``probs`` (grow, prune, change, swap, attach, detach, aimed attach, aimed detach), move buffers, and the move
+    each tree last proposed."""
 
     probs: np.ndarray
     mb: MoveBuffers
@@ -27,9 +31,9 @@ class MHScratch(NamedTuple):
 
 def new_mh_scratch(probs, p: int, n: int, m: int) -> MHScratch:
     """Scratch for :func:`mh_update` on ``m`` trees over ``n`` rows and ``p`` covariates; ``probs``: the four
-    CGM move probabilities, or six with the twig moves' (attach, detach) last."""
+    CGM move probabilities, or eight with the twig moves' last (attach, detach, aimed attach, aimed detach)."""
     probs = np.asarray(probs, dtype=np.float64)
-    probs = np.pad(probs, (0, 6 - len(probs)))
+    probs = np.pad(probs, (0, N_MOVES - len(probs)))
     return MHScratch(probs, new_move_buffers(p, n), np.zeros(m, dtype=np.int64))
 
 
@@ -63,5 +67,15 @@ def mh_update(rng, j, t, data, prior, pseudo, sampler):
     if u < probs[5]:
         sampler.moves[j] = MOVE_DETACH
         return int(detach_move(rng, t, prior, pseudo, sampler.mb, math.log(probs[4]), math.log(probs[5])))
+    u -= probs[5]
+    if u < probs[6]:
+        sampler.moves[j] = MOVE_AIMED_ATTACH
+        return int(aimed_attach_move(rng, t, data, prior, pseudo, sampler.mb, AIMED_RHO, math.log(probs[6]),
+                                     math.log(probs[7])))
+    u -= probs[6]
+    if u < probs[7]:
+        sampler.moves[j] = MOVE_AIMED_DETACH
+        return int(aimed_detach_move(rng, t, data, prior, pseudo, sampler.mb, AIMED_RHO, math.log(probs[6]),
+                                     math.log(probs[7])))
     sampler.moves[j] = MOVE_SWAP
     return int(swap_move(rng, t, data, prior, pseudo, sampler.mb))
