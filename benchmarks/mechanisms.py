@@ -2,6 +2,8 @@
 
     python -m benchmarks.mechanisms [--quick] [--cases boston,friedman] [--arms trees,tempered,collapsed]
     python -m benchmarks.mechanisms --arms twigs --out docs/reports/twigs.md --json benchmarks/results/twigs.json
+    python -m benchmarks.mechanisms --arms twigs,sigma-every --seed 144 --cases boston,california \
+        --out docs/reports/twigs-replicate.md --json benchmarks/results/twigs-replicate.json
         [--chains 8] [--draws N] [--out docs/reports/mechanisms.md] [--json PATH]
     python -m benchmarks.mechanisms --render-only [--quick | --json PATH]
 
@@ -37,6 +39,9 @@ as ``NormalScaleGibbs`` does. The arms:
 These are research prototypes written over the engine's public records: none is in the package, because none
 paid for itself here (docs/samplers.md, "Do the chains agree?").
 
+* ``sigma-every``: σ updated ``G`` times a sweep, after each ``m / G`` trees (an exact scan order: the trees in
+  ``G`` groups, each group swept against the running residual, then σ from its conditional), at each ``m`` of
+  ``TWIGS``;
 * ``twigs``: CGM without and with the twig moves, at each ``m`` of ``TWIGS``: ``CGMStep(twigs=...)`` (attach a subtree
   drawn from the tree prior at a leaf, detach the whole subtree below a node) and ``CGMStep(aimed_twigs=...)`` (a
   path of splits that narrows in on a row drawn by its squared residual, attached or detached; docs/mh.md).
@@ -60,14 +65,16 @@ from benchmarks.mixing import load_case
 
 MODULE = "benchmarks.mechanisms"
 CASES = ("boston", "friedman", "california", "marketing")
-ARMS = ("trees", "samplers", "tempered", "collapsed", "twigs")
-DEFAULT_ARMS = ARMS[:4]  # the twigs arm has its own report (make bench-mixing: docs/reports/twigs.md)
+ARMS = ("trees", "samplers", "tempered", "collapsed", "twigs", "sigma-every")
+DEFAULT_ARMS = ARMS[:4]  # the twigs and sigma-every arms: their own report (make bench-mixing: docs/reports/twigs.md)
 TREES = {"boston": (50, 200, 400, 800), "friedman": (200, 400, 800), "california": (200,), "marketing": (200,)}
 BASE_M = {"boston": 50, "friedman": 200, "california": 200, "marketing": 200}  # the mixing benchmark's m
 # the twig moves (engine/moves/twig.py): CGM without them and with these shares of the proposals (from the prior,
 # aimed at misfit rows), at each m
 TWIGS = {"boston": (50, 200), "friedman": (200,), "california": (200,), "marketing": (200,)}
 TWIG_SHARES = ((0.0, 0.0), (0.3, 0.0), (0.0, 0.3))
+# σ updated after every m / G trees (G times a sweep), at the m of TWIGS
+SIGMA_GROUPS = (10,)
 # (replicas, beta_min); on Friedman the two ladders that were nearest to paying on Boston (its sweep costs ~4x)
 TEMPERED = {"boston": ((2, 0.9), (4, 0.8), (4, 0.5), (8, 0.5)), "friedman": ((2, 0.9), (4, 0.8)), "california": (),
             "marketing": ()}
@@ -207,6 +214,45 @@ def _run_chain(spec: dict, step, y, rows, seed: int) -> dict:
             "forests": forests, "swap_rate": (swaps / np.maximum(tries, 1)).tolist()}
 
 
+def _run_grouped_chain(spec: dict, step, y, rows, X_test, seed: int) -> dict:
+    """The ``sigma-every`` arm's chain: the trees in ``spec["groups"]`` chains of ``m / G`` trees with the full
+    forest's leaf prior, swept in turn against one running residual, σ's slice update after each."""
+    from pymc_treesamplers.engine.chain import Chain
+    from pymc_treesamplers.engine.records import Pseudo
+    from pymc_treesamplers.results.predictive import predict_forests
+    from pymc_treesamplers.steps.scale import slice_update
+
+    rng = np.random.default_rng(seed)
+    n, scale = y.size, float(y.std())
+    template = step.outputs[0].chain
+    groups = [Chain(template.data, template.prior, template.m // spec["groups"], template.workspace)
+              for _ in range(spec["groups"])]
+    for g in groups:
+        g.start()
+    f = np.zeros(n)
+    part = np.empty(n)
+    for g in groups:
+        g.fit(part)
+        f += part
+    r = y - f
+    log_sigma = np.log(scale) + rng.normal(0.0, 0.5)
+    keep_every = max(1, spec["draws"] // N_PREDICT)
+    sigma, f_rows, pred = [], [], []
+    t0 = time.perf_counter()
+    for it in range(TUNE + spec["draws"]):
+        for g in groups:
+            g.sweep(rng, Pseudo(r, np.array([np.exp(-2.0 * log_sigma)]), 1))  # r updated in place
+            log_sigma, _ = slice_update(rng, log_sigma, _log_sigma_density(scale, n, float(r @ r), 1.0), 0.5)
+        if it >= TUNE:
+            sigma.append(np.exp(log_sigma))
+            f_rows.append((y - r)[rows])
+            if (it - TUNE) % keep_every == 0:
+                pred.append(sum(predict_forests([g.encode(step.thr_table, step.columns.trace_var, step.p)],
+                                                X_test)[0] for g in groups))
+    return {"seconds": time.perf_counter() - t0, "sigma": np.array(sigma), "f_rows": np.array(f_rows),
+            "pred": pred, "swap_rate": []}
+
+
 def worker_body(spec: dict) -> dict:
     from pymc_treesamplers.results.diagnostics import bulk_ess, rank_rhat
     from pymc_treesamplers.results.predictive import predict_forests
@@ -214,11 +260,20 @@ def worker_body(spec: dict) -> dict:
     step, y, X_test, target = _problem(spec["case"], spec["m"], spec["sampler"], spec.get("twigs", 0.0),
                                        spec.get("aimed", 0.0))
     rows = np.linspace(0, y.size - 1, N_ROWS).round().astype(np.int64)
-    _run_chain({**spec, "draws": 5}, step, y, rows, 0)  # untimed: the numba caches
-    runs = [_run_chain(spec, step, y, rows, SEED + c) for c in range(spec["chains"])]
+    if spec["arm"] == "sigma-every":
+        def run(sp, seed):
+            return _run_grouped_chain(sp, step, y, rows, X_test, seed)
+    else:
+        def run(sp, seed):
+            return _run_chain(sp, step, y, rows, seed)
+    run({**spec, "draws": 5}, 0)  # untimed: the numba caches
+    runs = [run(spec, spec.get("seed", SEED) + c) for c in range(spec["chains"])]
     sigma = np.stack([r["sigma"] for r in runs])
     f_rows = np.stack([r["f_rows"] for r in runs])
-    pred = np.asarray(predict_forests([t for r in runs for t in r["forests"]], X_test))
+    if spec["arm"] == "sigma-every":
+        pred = np.asarray([p for r in runs for p in r["pred"]])
+    else:
+        pred = np.asarray(predict_forests([t for r in runs for t in r["forests"]], X_test))
     seconds = float(np.mean([r["seconds"] for r in runs]))
     ess_sigma, ess_f = float(bulk_ess(sigma)), float(np.min(bulk_ess(f_rows)))
     return {"seconds_per_chain": seconds, "rhat_sigma": float(rank_rhat(sigma)), "ess_sigma": ess_sigma,
@@ -227,7 +282,7 @@ def worker_body(spec: dict) -> dict:
             "ess_f_per_chain_s": ess_f / (spec["chains"] * seconds),
             "rmse": float(np.sqrt(np.mean((pred.mean(axis=0) - target) ** 2))),
             "sigma_mean": float(sigma.mean()),
-            "swap_rate": np.mean([r["swap_rate"] for r in runs], axis=0).tolist()}
+            "swap_rate": np.mean([r["swap_rate"] for r in runs], axis=0).tolist() if runs[0]["swap_rate"] else []}
 
 
 def describe(res: dict) -> str:
@@ -243,6 +298,8 @@ def _label(spec: dict) -> str:
         return f"CGM, m = {spec['m']}"
     if spec["arm"] == "samplers":
         return f"{STEPS[spec['sampler']].removesuffix('Step')}, m = {spec['m']}"
+    if spec["arm"] == "sigma-every":
+        return f"CGM, m = {spec['m']}, σ after every {spec['m'] // spec['groups']} trees"
     if spec["arm"] == "twigs":
         moves = [f"{name} ({spec.get(key, 0.0):g} of proposals)"
                  for key, name in (("twigs", "twig moves"), ("aimed", "aimed twigs")) if spec.get(key, 0.0)]
@@ -259,8 +316,8 @@ def render(saved: dict) -> str:
     kept = ", ".join(f"{c} {st['draws'] or DRAWS[c]}" for c in st["cases"])
     lines += [
         f"* {st['chains']} chains x ({TUNE} tuning sweeps + the kept draws: {kept}) per arm, each chain one "
-        f"thread, seeds {SEED}.., from single-leaf trees and scattered σ; R-hat and bulk ESS from the kept draws "
-        f"of all chains; f at {N_ROWS} training rows (largest R-hat, smallest ESS); **per chain-s**: ESS / "
+        f"thread, seeds {st.get('seed', SEED)}.., from single-leaf trees and scattered σ; R-hat and bulk ESS from the "
+        f"kept draws of all chains; f at {N_ROWS} training rows (largest R-hat, smallest ESS); **per chain-s**: ESS / "
         f"(chains x seconds per chain); test RMSE of the posterior mean from {N_PREDICT} draws per chain. Protocol: "
         "`benchmarks/mechanisms.py` docstring.",
         "",
@@ -292,6 +349,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     harness.add_cases_option(p, CASES)
     p.add_argument("--arms", default=",".join(DEFAULT_ARMS), help=f"comma list from {list(ARMS)}")
     p.add_argument("--chains", type=int, default=None, help="chains per arm (default 8; --quick: 2)")
+    p.add_argument("--seed", type=int, default=SEED, help=f"chain c's seed is SEED + c (default {SEED}): a replicate")
     p.add_argument("--draws", type=int, default=None,
                    help=f"kept draws per chain (default {DRAWS}; --quick: 50)")
     args = harness.parse_report_args(p, argv, "mechanisms", timeout_min=60.0)
@@ -308,11 +366,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
     settings = {"quick": args.quick, "cases": args.cases, "arms": args.arms, "chains": args.chains,
-                "draws": args.draws}
+                "draws": args.draws, **({"seed": args.seed} if args.seed != SEED else {})}
     runs = []
     for case in args.cases:
         base = {"case": case, "chains": args.chains, "draws": args.draws or DRAWS[case], "replicas": 1, "beta_min": 1.0,
-                "m": BASE_M[case], "sampler": "cgm"}
+                "m": BASE_M[case], "sampler": "cgm", **({"seed": args.seed} if args.seed != SEED else {})}
         for arm in args.arms:
             if arm == "trees":
                 ms = TREES[case][:2] if args.quick else TREES[case]
@@ -328,6 +386,9 @@ def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
                 runs += [(f"{case} twigs={tw} aimed={aim} m={m}",
                           {**base, "arm": arm, "m": m, "twigs": tw, "aimed": aim})
                          for m in TWIGS[case] for tw, aim in TWIG_SHARES]
+            elif arm == "sigma-every":
+                runs += [(f"{case} sigma-every groups={g} m={m}", {**base, "arm": arm, "m": m, "groups": g})
+                         for m in TWIGS[case] for g in SIGMA_GROUPS]
             elif case in COLLAPSED:
                 runs.append((f"{case} collapsed", {**base, "arm": arm}))
     return settings, runs
