@@ -45,6 +45,7 @@ REPORTS = [
     "speed",
     "threads",
     "twigs",
+    "twigs-replicate",
     "variance",
     "varying",
 ]
