@@ -62,15 +62,15 @@ def _exact(log_prior_scale, to_s2):
     return probs, sum(probs[k] * mean[k] for k in probs)
 
 
-def _run(make_scale, var, seed, **tree_options):
+def _run(make_scale, var, seed, thin=4, **tree_options):
     with pm.Model():
         mu = pmt.BART("mu", CODES.astype(float), Y, m=1, mu0=0.0, sigma_mu=1.0)
         scale_var, sigma = make_scale()
         pm.Normal("y", mu, sigma, observed=Y)
         step = pmt.NormalScaleGibbs([scale_var])
-        idata = pm.sample(tune=500, draws=12_000, chains=1, step=[pmt.CGMStep([mu], **tree_options), step],
+        idata = pm.sample(tune=500, draws=3000 * thin, chains=1, step=[pmt.CGMStep([mu], **tree_options), step],
                           random_seed=seed, progressbar=False, compute_convergence_checks=False)
-    kept = idata.posterior["mu"].values.reshape(-1, len(Y))[::4]
+    kept = idata.posterior["mu"].values.reshape(-1, len(Y))[::thin]
     return step, partition_keys_from_values(kept), idata.posterior[var]
 
 
@@ -115,7 +115,9 @@ def test_twig_moves_with_a_sampled_sigma_match_enumeration():
         s = pm.HalfNormal("sigma", 1.0)
         return s, s
 
-    _, keys, draws = _run(scale, "sigma", seed=5, twigs=0.2, aimed_twigs=0.2)
+    # thinning 12: at 4 (the other tests') this mixture, its CGM moves at 0.6 of the proposals, missed on seed 5 (TV
+    # 0.067 against 0.051; plain CGM sat at 0.037 / 0.047 on seeds 5, 6); at 12, 0.031 / 0.035 / 0.039 on seeds 5-7
+    _, keys, draws = _run(scale, "sigma", seed=5, thin=12, twigs=0.2, aimed_twigs=0.2)
     _check(probs, mean_sigma, keys, draws)
 
 

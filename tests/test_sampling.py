@@ -131,7 +131,8 @@ def test_value_changed_outside_the_step_is_refused_and_state_resumes():
 
 def test_step_options_are_explicit_keywords():
     """help(pmt.PGBARTStep) and signatures show every option with its default (no **kwargs)."""
-    expected = {pmt.CGMStep: {"move_probs", "backend"}, pmt.GrowPruneStep: {"backend"},
+    expected = {pmt.CGMStep: {"move_probs", "twigs", "aimed_twigs", "backend"},
+                pmt.GrowPruneStep: {"twigs", "aimed_twigs", "backend"},
                 pmt.PGBARTStep: {"num_particles", "resampling", "ess_threshold", "proposal", "max_stages", "expansion",
                                    "pimh"},
                 pmt.CTBirthDeathStep: {"horizon", "mode", "rotate", "change"},

@@ -64,6 +64,8 @@ GP_THIN = 100
 def test_twig_moves_match_the_tree_posterior_and_prior(step, options, w, thin):
     tv, threshold = _tree_tv(step, options, w=w, thin=thin)
     assert tv < threshold, f"TV {tv:.4f} >= {threshold:.4f}"
+    if "aimed_twigs" in options:
+        return  # under a flat likelihood (zero weights) no row is misfit: the aimed moves would never run
     tv, threshold = _tree_tv(step, options, w=0.0)  # flat likelihood: the tree prior
     assert tv < threshold, f"TV {tv:.4f} >= {threshold:.4f}"
 
