@@ -68,10 +68,9 @@ def twig_mixture(move_probs, twigs: float, aimed_twigs: float = 0.0) -> np.ndarr
     >>> twig_mixture([0.5, 0.5, 0.0, 0.0], 0.2).tolist()
     [0.4, 0.4, 0.0, 0.0, 0.1, 0.1, 0.0, 0.0]
     """
-    probs = np.asarray(move_probs, dtype=float)
-    rest = 1.0 - twigs - aimed_twigs
-    return np.concatenate([probs if rest == 1.0 else probs * rest,
-                           [twigs / 2, twigs / 2, aimed_twigs / 2, aimed_twigs / 2]])
+    # with both 0 the scale is exactly 1.0, and x * 1.0 is x: the four probabilities, and so the draws, unchanged
+    probs = np.asarray(move_probs, dtype=float) * (1.0 - twigs - aimed_twigs)
+    return np.concatenate([probs, [twigs / 2, twigs / 2, aimed_twigs / 2, aimed_twigs / 2]])
 
 
 @tree_step

@@ -47,6 +47,7 @@ from ..basisleaf import parent_var
 from ..leaves import range_loglik
 from ..nodes import CUT, DEPTH, END, LEFT, LWAVAIL, PARENT, RIGHT, START, VAR
 from ..prior import NEG_INF, draw_split_rule, leaf_log_prior, log1m_psplit, log_psplit
+from ..records import BasisPseudo
 from ..rows import row_weight
 from ..tree import (
     GROWABLE,
@@ -138,7 +139,7 @@ def pseudo_weights(pseudo):
 
 @overload(pseudo_weights, inline="always", jit_options={"nogil": True})
 def _pseudo_weights(pseudo):
-    if hasattr(pseudo, "instance_class") and "weight" in pseudo.instance_class._fields:
+    if getattr(pseudo, "instance_class", None) is BasisPseudo:
         return lambda pseudo: pseudo.weight
     return lambda pseudo: pseudo.w
 
