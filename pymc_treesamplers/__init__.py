@@ -18,6 +18,7 @@ from .model.bart import BART
 from .model.sigma_prior import chipman_sigma2_prior
 from .model.split_rules import ContinuousSplitRule, OneHotSplitRule, SubsetSplitRule
 from .results import diagnostics, plots
+from .results.agreement import agreement, install_advice
 from .results.diagnostics import compute_variable_importance, get_variable_inclusion, vi_to_kulprit
 from .results.jumps import jump_weights, resample_jump_chain, weighted_mean
 from .results.plots import (
@@ -53,6 +54,7 @@ __all__ = [
     "SMCTreeClassifier",
     "SMCTreeRegressor",
     "SubsetSplitRule",
+    "agreement",
     "chipman_sigma2_prior",
     "compute_variable_importance",
     "diagnostics",
@@ -83,6 +85,9 @@ if not logging.root.handlers:
     _log.setLevel(logging.INFO)
     if not _log.handlers:
         _log.addHandler(logging.StreamHandler())
+
+# PyMC's R-hat and ESS warnings, logged after every chain has finished, name what helps a BART fit's chains agree
+install_advice()
 
 # Prior predictive draws of BART run its Python rng_fn; PyTensor's numba backend warns that it
 # falls back to object mode for it, which is expected and not actionable for users.
