@@ -36,12 +36,14 @@ as ``NormalScaleGibbs`` does. The arms:
   leaves), then every leaf at once from its Gaussian conditional given σ: an exact blocked Gibbs step on
   (σ, leaves) given the structures.
 
-These are research prototypes written over the engine's public records: none is in the package, because none
-paid for itself here (docs/samplers.md, "Do the chains agree?").
+These four are research prototypes written over the engine's public records: none is in the package, because
+none paid for itself here (docs/samplers.md, "Do the chains agree?"). The last two arms run the package's own
+step options:
 
-* ``sigma-every``: σ updated ``G`` times a sweep, after each ``m / G`` trees (an exact scan order: the trees in
-  ``G`` groups, each group swept against the running residual, then σ from its conditional), at each ``m`` of
-  ``TWIGS``;
+* ``sigma-every``: the tree step's ``sigma_every = m / G``: σ updated ``G`` times a sweep, after each ``m / G`` trees
+  (an exact scan order: the trees in ``G`` groups, each swept against the running residual, then σ from its
+  conditional, by the step's own code and its ``NormalScaleGibbs``), at each ``m`` of ``TWIGS``; ``G = 1`` is the
+  usual scan through the same code, so the arm carries its own baseline;
 * ``twigs``: CGM without and with the twig moves, at each ``m`` of ``TWIGS``: ``CGMStep(twigs=...)`` (attach a subtree
   drawn from the tree prior at a leaf, detach the whole subtree below a node) and ``CGMStep(aimed_twigs=...)`` (a
   path of splits that narrows in on a row drawn by its squared residual, attached or detached; docs/mh.md).
@@ -73,8 +75,9 @@ BASE_M = {"boston": 50, "friedman": 200, "california": 200, "marketing": 200}  #
 # aimed at misfit rows), at each m
 TWIGS = {"boston": (50, 200), "friedman": (200,), "california": (200,), "marketing": (200,)}
 TWIG_SHARES = ((0.0, 0.0), (0.3, 0.0), (0.0, 0.3))
-# σ updated after every m / G trees (G times a sweep), at the m of TWIGS
-SIGMA_GROUPS = (10,)
+# the step's sigma_every = m / G (σ updated G times a sweep), at the m of TWIGS; G = 1 is the usual scan (σ once a
+# sweep) through the same code, the arm's own baseline
+SIGMA_GROUPS = (1, 10, 40)
 # (replicas, beta_min); on Friedman the two ladders that were nearest to paying on Boston (its sweep costs ~4x)
 TEMPERED = {"boston": ((2, 0.9), (4, 0.8), (4, 0.5), (8, 0.5)), "friedman": ((2, 0.9), (4, 0.8)), "california": (),
             "marketing": ()}
@@ -94,8 +97,9 @@ DRAWS = {"boston": 4000, "friedman": 2000, "california": 2000, "marketing": 4000
 # =========================================================================== worker
 
 
-def _problem(case: str, m: int, sampler: str = "cgm", twigs: float = 0.0, aimed: float = 0.0):
-    """The tree step's chain for the benchmark's model, and what the worker needs around it."""
+def _problem(case: str, m: int, sampler: str = "cgm", twigs: float = 0.0, aimed: float = 0.0, every: int = 0):
+    """The tree step's chain for the benchmark's model, and what the worker needs around it; ``every``: the step's
+    ``sigma_every``."""
     import pymc as pm
 
     import pymc_treesamplers as pmt
@@ -106,7 +110,7 @@ def _problem(case: str, m: int, sampler: str = "cgm", twigs: float = 0.0, aimed:
         mu = pmt.BART("mu", X, y, m=m)
         sigma = pm.HalfNormal("sigma", float(y.std()))
         pm.Normal("y", mu, sigma, observed=y)
-        moves = {k: v for k, v in (("twigs", twigs), ("aimed_twigs", aimed)) if v}
+        moves = {k: v for k, v in (("twigs", twigs), ("aimed_twigs", aimed), ("sigma_every", every)) if v}
         step = getattr(pmt, STEPS[sampler])([mu], **moves)
     return step, y, np.asarray(X_test, dtype=float), np.asarray(target, dtype=float)
 
@@ -214,43 +218,38 @@ def _run_chain(spec: dict, step, y, rows, seed: int) -> dict:
             "forests": forests, "swap_rate": (swaps / np.maximum(tries, 1)).tolist()}
 
 
-def _run_grouped_chain(spec: dict, step, y, rows, X_test, seed: int) -> dict:
-    """The ``sigma-every`` arm's chain: the trees in ``spec["groups"]`` chains of ``m / G`` trees with the full
-    forest's leaf prior, swept in turn against one running residual, σ's slice update after each."""
-    from pymc_treesamplers.engine.chain import Chain
+def _run_scale_in_sweep_chain(spec: dict, step, y, rows, seed: int) -> dict:
+    """The ``sigma-every`` arm's chain: the step's own scan (``sigma_every``, steps/scale_in_sweep.py), its trees swept
+    in groups of ``spec["every"]`` against one running residual and σ updated after each group by the step's
+    :class:`~pymc_treesamplers.NormalScaleGibbs` (the PyTensor prior and slice width it tunes while tuning)."""
     from pymc_treesamplers.engine.records import Pseudo
-    from pymc_treesamplers.results.predictive import predict_forests
-    from pymc_treesamplers.steps.scale import slice_update
 
     rng = np.random.default_rng(seed)
     n, scale = y.size, float(y.std())
-    template = step.outputs[0].chain
-    groups = [Chain(template.data, template.prior, template.m // spec["groups"], template.workspace)
-              for _ in range(spec["groups"])]
-    for g in groups:
-        g.start()
-    f = np.zeros(n)
-    part = np.empty(n)
-    for g in groups:
-        g.fit(part)
-        f += part
+    chain, inner = step.outputs[0].chain, step.scale
+    chain.start()
+    inner.tuning = (1.0, 0)
+    f = np.empty(n)
+    chain.fit(f)
     r = y - f
     log_sigma = np.log(scale) + rng.normal(0.0, 0.5)
     keep_every = max(1, spec["draws"] // N_PREDICT)
-    sigma, f_rows, pred = [], [], []
+    sigma, f_rows, forests = [], [], []
     t0 = time.perf_counter()
     for it in range(TUNE + spec["draws"]):
-        for g in groups:
-            g.sweep(rng, Pseudo(r, np.array([np.exp(-2.0 * log_sigma)]), 1))  # r updated in place
-            log_sigma, _ = slice_update(rng, log_sigma, _log_sigma_density(scale, n, float(r @ r), 1.0), 0.5)
+        inner.start(log_sigma, it < TUNE)  # HalfNormal's value variable is log σ
+        pseudo = Pseudo(r, np.array([np.exp(-2.0 * log_sigma)]), 1)
+        for trees in inner.groups:
+            chain.sweep(rng, pseudo, trees=trees)  # r updated in place
+            inner.after(rng, pseudo)
+        log_sigma = inner.x
         if it >= TUNE:
             sigma.append(np.exp(log_sigma))
             f_rows.append((y - r)[rows])
             if (it - TUNE) % keep_every == 0:
-                pred.append(sum(predict_forests([g.encode(step.thr_table, step.columns.trace_var, step.p)],
-                                                X_test)[0] for g in groups))
+                forests.append(chain.encode(step.thr_table, step.columns.trace_var, step.p))
     return {"seconds": time.perf_counter() - t0, "sigma": np.array(sigma), "f_rows": np.array(f_rows),
-            "pred": pred, "swap_rate": []}
+            "forests": forests, "swap_rate": []}
 
 
 def worker_body(spec: dict) -> dict:
@@ -258,11 +257,11 @@ def worker_body(spec: dict) -> dict:
     from pymc_treesamplers.results.predictive import predict_forests
 
     step, y, X_test, target = _problem(spec["case"], spec["m"], spec["sampler"], spec.get("twigs", 0.0),
-                                       spec.get("aimed", 0.0))
+                                       spec.get("aimed", 0.0), spec.get("every", 0))
     rows = np.linspace(0, y.size - 1, N_ROWS).round().astype(np.int64)
     if spec["arm"] == "sigma-every":
         def run(sp, seed):
-            return _run_grouped_chain(sp, step, y, rows, X_test, seed)
+            return _run_scale_in_sweep_chain(sp, step, y, rows, seed)
     else:
         def run(sp, seed):
             return _run_chain(sp, step, y, rows, seed)
@@ -270,10 +269,7 @@ def worker_body(spec: dict) -> dict:
     runs = [run(spec, spec.get("seed", SEED) + c) for c in range(spec["chains"])]
     sigma = np.stack([r["sigma"] for r in runs])
     f_rows = np.stack([r["f_rows"] for r in runs])
-    if spec["arm"] == "sigma-every":
-        pred = np.asarray([p for r in runs for p in r["pred"]])
-    else:
-        pred = np.asarray(predict_forests([t for r in runs for t in r["forests"]], X_test))
+    pred = np.asarray(predict_forests([t for r in runs for t in r["forests"]], X_test))
     seconds = float(np.mean([r["seconds"] for r in runs]))
     ess_sigma, ess_f = float(bulk_ess(sigma)), float(np.min(bulk_ess(f_rows)))
     return {"seconds_per_chain": seconds, "rhat_sigma": float(rank_rhat(sigma)), "ess_sigma": ess_sigma,
@@ -298,8 +294,11 @@ def _label(spec: dict) -> str:
         return f"CGM, m = {spec['m']}"
     if spec["arm"] == "samplers":
         return f"{STEPS[spec['sampler']].removesuffix('Step')}, m = {spec['m']}"
-    if spec["arm"] == "sigma-every":
+    if spec["arm"] == "sigma-every" and "groups" in spec:  # the prototype's rows (G chains of m / G trees)
         return f"CGM, m = {spec['m']}, σ after every {spec['m'] // spec['groups']} trees"
+    if spec["arm"] == "sigma-every":
+        every = "once a sweep" if spec["every"] == spec["m"] else f"after every {spec['every']} trees"
+        return f"CGMStep(sigma_every={spec['every']}), m = {spec['m']}: σ {every}"
     if spec["arm"] == "twigs":
         moves = [f"{name} ({spec.get(key, 0.0):g} of proposals)"
                  for key, name in (("twigs", "twig moves"), ("aimed", "aimed twigs")) if spec.get(key, 0.0)]
@@ -387,7 +386,8 @@ def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
                           {**base, "arm": arm, "m": m, "twigs": tw, "aimed": aim})
                          for m in TWIGS[case] for tw, aim in TWIG_SHARES]
             elif arm == "sigma-every":
-                runs += [(f"{case} sigma-every groups={g} m={m}", {**base, "arm": arm, "m": m, "groups": g})
+                runs += [(f"{case} sigma-every every={max(1, m // g)} m={m}",
+                          {**base, "arm": arm, "m": m, "every": max(1, m // g)})
                          for m in TWIGS[case] for g in SIGMA_GROUPS]
             elif case in COLLAPSED:
                 runs.append((f"{case} collapsed", {**base, "arm": arm}))

@@ -137,12 +137,13 @@ def test_step_options_are_explicit_keywords():
                                    "pimh"},
                 pmt.CTBirthDeathStep: {"horizon", "mode", "rotate", "change"},
                 pmt.ReshapeStep: {"n_moves", "move_probs"}}
-    common = {"vars", "threads", "route", "warm_start", "model", "initial_point", "compile_kwargs", "blocked", "rng"}
+    common = {"vars", "threads", "route", "warm_start", "sigma_every", "model", "initial_point", "compile_kwargs",
+              "blocked", "rng"}
     for cls, options in expected.items():
         params = inspect.signature(cls).parameters
         assert set(params) == common | options
         assert all(p.kind != p.VAR_KEYWORD for p in params.values())
-        assert all(name in cls.__doc__ for name in options | {"warm_start"})
+        assert all(name in cls.__doc__ for name in options | {"warm_start", "sigma_every"})
 
 
 def test_first_compile_is_announced_once(caplog, monkeypatch):

@@ -179,23 +179,24 @@ class Chain:
         """Continue from ``forest`` (a sampling state's)."""
         self.forest, self.unswept = forest, False
 
-    def sweep(self, rng: np.random.Generator, lik, *, warm: bool = False, threads: int = 1) -> int:
-        """One backfitting sweep over every tree (:func:`~pymc_treesamplers.engine.driver.run_sweep`) under the
-        likelihood record ``lik`` (its residual updated in place), by the sampler's update or, ``warm``, by
-        grow-from-root. ``changed[j]``: whether tree ``j`` changed. Returns -1, or the tree whose update
-        failed."""
+    def sweep(self, rng: np.random.Generator, lik, *, warm: bool = False, threads: int = 1,
+              trees: tuple[int, int] | None = None) -> int:
+        """One backfitting sweep over every tree, or over the range ``trees = (start, stop)`` of them
+        (:func:`~pymc_treesamplers.engine.driver.run_sweep`), under the likelihood record ``lik`` (its residual
+        updated in place), by the sampler's update or, ``warm``, by grow-from-root. ``changed[j]``: whether
+        tree ``j`` changed. Returns -1, or the tree whose update failed."""
         ws = self.workspace
         lik = self._with_basis(lik)
         # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
         prior = self.prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0))
         self.unswept = False
         return run_sweep(rng, self.data, prior, self.forest, lik, ws.tree, ws.scratch(self.data.codes, warm),
-                         self.changed, threads, ws.kernel(sweep))
+                         self.changed, threads, ws.kernel(sweep), trees)
 
     def sweep_cached(self, lik, *, warm: bool = False) -> bool:
         """Whether this chain's sweep under ``lik`` is compiled (in memory or numba's on-disk cache)."""
         ws = self.workspace
-        return ws.kernel(sweep).cached(np.random.default_rng(0), 0, False, self.data, self.prior,
+        return ws.kernel(sweep).cached(np.random.default_rng(0), 0, 0, False, self.data, self.prior,
                                        self.forest.arrays(), self._with_basis(lik), ws.tree,
                                        ws.scratch(self.data.codes, warm), self.changed)
 

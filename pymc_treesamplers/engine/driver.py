@@ -201,16 +201,16 @@ register_likelihood(BasisPseudo, _gaussian_pseudo, _gaussian_accept, _basis_leav
 
 
 @numba.njit(cache=True, nogil=True)
-def sweep(rng, j0, resume, data, prior, forest, lik, work, sampler, changed):
-    """Update trees ``j0 .. m-1`` in turn (steps 1-5 of the module docstring).
+def sweep(rng, j0, j1, resume, data, prior, forest, lik, work, sampler, changed):
+    """Update trees ``j0 .. j1-1`` in turn (steps 1-5 of the module docstring).
 
     Returns ``(SWEEP_DONE, -1)``; ``(SWEEP_GROW, j)`` when tree ``j``'s result needs more node
     capacity than the forest has (``work.nn[0]`` nodes: grow the forest and call again with
-    ``j0 = j, resume = True``); or ``(SWEEP_FAILED, j)`` when the update of tree ``j`` failed.
+    ``j0 = j, resume = True`` and the same ``j1``); or ``(SWEEP_FAILED, j)`` when the update of tree ``j`` failed.
     ``changed[j]`` records whether tree ``j`` changed.
     """
     cap = forest.ints.shape[1]
-    for j in range(j0, forest.ints.shape[0]):
+    for j in range(j0, j1):
         tree = tree_of(forest, j)
         scratch = Tree(work.ints, work.floats, tree.perm, work.nn)
         if not (resume and j == j0):
@@ -236,14 +236,16 @@ def sweep(rng, j0, resume, data, prior, forest, lik, work, sampler, changed):
     return SWEEP_DONE, -1
 
 
-def run_sweep(rng, data, prior, forest, lik, work, sampler, changed, threads: int = 1, kernel=sweep) -> int:
-    """One whole :func:`sweep` over a :class:`~pymc_treesamplers.engine.forest.Forest`, growing its node arrays
-    whenever a tree needs more room; returns -1, or the tree whose update failed. ``kernel``: the compiled
-    sweep to call (a step passes its entry point bound to its argument types)."""
-    j, resume = 0, False
+def run_sweep(rng, data, prior, forest, lik, work, sampler, changed, threads: int = 1, kernel=sweep,
+              trees: tuple[int, int] | None = None) -> int:
+    """One :func:`sweep` over a :class:`~pymc_treesamplers.engine.forest.Forest`'s trees (``trees``: the range
+    ``(start, stop)`` of them; default all), growing its node arrays whenever a tree needs more room; returns
+    -1, or the tree whose update failed. ``kernel``: the compiled sweep to call (a step passes its entry point
+    bound to its argument types)."""
+    (j, stop), resume = (0, forest.ints.shape[0]) if trees is None else trees, False
     while True:
         with numba_threads(threads):
-            code, j = kernel(rng, j, resume, data, prior, forest.arrays(), lik, work, sampler, changed)
+            code, j = kernel(rng, j, stop, resume, data, prior, forest.arrays(), lik, work, sampler, changed)
         if code == SWEEP_DONE:
             return -1
         if code == SWEEP_FAILED:

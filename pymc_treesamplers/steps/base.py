@@ -34,6 +34,7 @@ from ..routes.reading import BasisView
 from .cpu import CPUSweeper
 from .options import TreeStepOptions
 from .output import Output, SweepFailed
+from .scale_in_sweep import ScaleInSweep
 from .state import TreeStepState, Watch
 from .sweeper import Draw, Sweeper
 
@@ -53,9 +54,9 @@ class BaseTreeStep(ArrayStepShared):
     # the sampler's own per-draw stats (name: dtype), which sampler_stats gives
     _extra_stats: dict[str, type] = {}
 
-    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", warm_start: int = 0, model=None,
-                 initial_point=None, compile_kwargs=None, blocked=False, rng=None):
-        self.options = TreeStepOptions(threads, route, warm_start)
+    def __init__(self, vars=None, *, threads: int = 1, route: str = "auto", warm_start: int = 0, sigma_every: int = 0,
+                 model=None, initial_point=None, compile_kwargs=None, blocked=False, rng=None):
+        self.options = TreeStepOptions(threads, route, warm_start, sigma_every)
         model = pm.modelcontext(model)
         if vars is None:
             vars = [v for v in model.value_vars if isinstance(model.values_to_rvs[v].owner.op, BARTRV)]
@@ -135,12 +136,38 @@ class BaseTreeStep(ArrayStepShared):
                                     **{self._stat_names[k]: vectors.get(k, (d, [])) for k, d in base.items()}}
         self.stats_dtypes = [{"tune": bool, "warning": SamplerWarning,
                               **{self._stat_names[k]: d for k, d in base.items()}}]
-        super().__init__([value_var], shared, blocked=blocked, rng=rng)
+        self.scale = self._scale_in_sweep(model, shared, initial_point, value_var, op, compile_kwargs)
+        step_vars = [value_var] if self.scale is None else [value_var, self.scale.value_var]
+        super().__init__(step_vars, shared, blocked=blocked, rng=rng)
         self.tune = True
         self.f = np.zeros((1, self.n) if value.ndim == 1 else value.shape)
         self.sweeper = self._new_sweeper()
+        if self.scale is not None and not isinstance(self.sweeper, CPUSweeper):
+            raise ValueError(f"sigma_every is not available with {type(self.sweeper).__name__} (the scale is updated "
+                             "between the trees of a CPU sweep): use backend='cpu' or sigma_every=0")
         self._reset_chain()
         self.sweeper.compile(self)
+
+    def _scale_in_sweep(self, model, shared, initial_point, value_var, op, compile_kwargs) -> ScaleInSweep | None:
+        """With ``sigma_every``: the noise scale this step updates between its trees (steps/scale_in_sweep.py)."""
+        every = self.options.sigma_every
+        if not every:
+            return None
+        if self.k != 1 or op.basis_columns or op.lines:
+            raise ValueError(f"sigma_every={every} needs a BART with one output and constant leaves; use "
+                             "sigma_every=0 (the default), which leaves the scale to its own step")
+        return ScaleInSweep.for_step(model, self.outputs[0].working, shared, initial_point, value_var, every, self.m,
+                                     compile_kwargs)
+
+    @property
+    def scale_tuning(self) -> tuple[float, int] | None:
+        """The tuning of the scale this step updates (``sigma_every``), as its sampling state holds it."""
+        return None if self.scale is None else self.scale.tuning
+
+    @scale_tuning.setter
+    def scale_tuning(self, value) -> None:
+        if self.scale is not None and value is not None:
+            self.scale.tuning = value
 
     def _basis_output(self, model, rv, value_var, shared, initial_point, value, basis, weights, compile_kwargs):
         """The one output of a BART on a basis of several columns: the working model of its term
@@ -275,10 +302,10 @@ class BaseTreeStep(ArrayStepShared):
         draw comes from it."""
         return self.tune and self.watch.draw < self.warm_start
 
-    def _check_value(self, q0: RaveledVars) -> None:
+    def _check_value(self, value: np.ndarray) -> None:
         """Refuse a BART value that is not the one this step last returned (changed behind its back)."""
-        if self.f_is_current and not np.array_equal(q0.data, self.f.ravel() if q0.data.dtype == self.f.dtype else
-                                              self.f.ravel().astype(q0.data.dtype)):
+        if self.f_is_current and not np.array_equal(value, self.f.ravel() if value.dtype == self.f.dtype else
+                                              self.f.ravel().astype(value.dtype)):
             raise RuntimeError(
                 f"the value of the BART variable {self.var_name!r} was changed outside its tree step, so it no longer "
                 "matches the trees. Let one pymc_treesamplers step own each BART variable (no other step, no manual "
@@ -286,7 +313,9 @@ class BaseTreeStep(ArrayStepShared):
             )
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
-        self._check_value(q0)
+        self._check_value(q0.data[: self.f.size])
+        if self.scale is not None:  # the scale variable's value follows the BART value's in the step's vars
+            self.scale.start(float(q0.data[self.f.size]), self.tune)
         warm = self._warming()
         self._use_split_weights()  # cheap (p numbers); a restored state brings its own
         try:
@@ -302,7 +331,10 @@ class BaseTreeStep(ArrayStepShared):
         stats = {"tune": self.tune,
                  "warning": self.watch.count(self.var_name, type(self).__name__, self.tune, changed, mh_counts),
                  **{self._stat_names[k]: v for k, v in self._draw_stats(draw, changed, warm).items()}}
-        return RaveledVars(self.f.ravel().astype(q0.data.dtype), q0.point_map_info), [stats]
+        value = self.f.ravel().astype(q0.data.dtype)
+        if self.scale is not None:
+            value = np.append(value, np.asarray(self.scale.x, dtype=q0.data.dtype))
+        return RaveledVars(value, q0.point_map_info), [stats]
 
     def _draw_stats(self, draw: Draw, changed: np.ndarray, warm: bool) -> dict:
         """The stats of one draw (their names without the variable's prefix), from what the sweeper gave back."""

@@ -44,7 +44,7 @@ class CPUSweeper:
     def draw(self, step: SweptStep, warm: bool) -> Draw:
         """One sweep of every output in turn, each given the others' current values; then, with a Dirichlet
         split prior, the split weights given the new trees."""
-        outputs = [out.sweep(step.rng, f, step.f, step.threads, warm, step.sampler_stats)
+        outputs = [out.sweep(step.rng, f, step.f, step.threads, warm, step.sampler_stats, step.scale)
                    for out, f in step.output_values()]
         chains = [out.chain for out in step.outputs]
         if step.split_weights is not None:

@@ -55,7 +55,7 @@ class CTBirthDeathStep(BaseTreeStep):
         a Gibbs redraw of a node's rule among the rules that cut its rows the same way, mirrored or
         not (it moves a root split from x1 to the equivalent split on x3 on the Wu et al. data).
         ``rotate=True, change=True`` is the paper's CT-C arm, ``rotate=True`` alone its CT-B.
-    threads, route, warm_start, model, initial_point, compile_kwargs, blocked, rng : keyword options
+    threads, route, warm_start, sigma_every, model, initial_point, compile_kwargs, blocked, rng : keyword options
         The options every tree step shares (:class:`~pymc_treesamplers.steps.options.TreeStepOptions`).
 
     Notes

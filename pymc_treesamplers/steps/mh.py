@@ -101,7 +101,7 @@ class GrowPruneStep(_MHStep):
         refused when the step is built. The same posterior, priors, split coding and stored forests as
         ``"cpu"`` (a different random stream). ``"cuda-twin"``: the GPU sweep's CPU twin (the device's
         decision code and random stream on the CPU, one thread; the draws of ``"cuda"``), for tests.
-    threads, route, warm_start, model, initial_point, compile_kwargs, blocked, rng : keyword options
+    threads, route, warm_start, sigma_every, model, initial_point, compile_kwargs, blocked, rng : keyword options
         The options every tree step shares (:class:`~pymc_treesamplers.steps.options.TreeStepOptions`).
 
     Examples
@@ -142,7 +142,7 @@ class CGMStep(_MHStep):
         one NVIDIA GPU, with the same refusals. On the GPU a change or swap above a subtree of more than 31
         nodes leaves the tree as it is (exact: the moves keep the tree's shape, so the restriction is
         symmetric).
-    threads, route, warm_start, model, initial_point, compile_kwargs, blocked, rng : keyword options
+    threads, route, warm_start, sigma_every, model, initial_point, compile_kwargs, blocked, rng : keyword options
         The options every tree step shares (:class:`~pymc_treesamplers.steps.options.TreeStepOptions`).
 
     Examples

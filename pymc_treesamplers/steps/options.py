@@ -18,11 +18,12 @@ from ..routes.family import ROUTES
 
 #: the parameter entry of a step's docstring that :func:`tree_step` replaces with the shared options' paragraphs
 #: (a valid entry as it stands, for documentation read from the source)
-SHARED_MARKER = "threads, route, warm_start, model, initial_point, compile_kwargs, blocked, rng : keyword options"
+SHARED_MARKER = ("threads, route, warm_start, sigma_every, model, initial_point, compile_kwargs, blocked, rng : "
+                 "keyword options")
 
 # the shared keywords, in the order the signatures show them
-_SHARED = (("threads", 1), ("route", "auto"), ("warm_start", 0), ("model", None), ("initial_point", None),
-           ("compile_kwargs", None), ("blocked", False), ("rng", None))
+_SHARED = (("threads", 1), ("route", "auto"), ("warm_start", 0), ("sigma_every", 0), ("model", None),
+           ("initial_point", None), ("compile_kwargs", None), ("blocked", False), ("rng", None))
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ class TreeStepOptions:
         step's first ``warm_start`` tuning sweeps: every tree is regrown from its root, each split drawn by its
         local posterior, so the chain starts near the data. They run only while tuning (never more than
         ``tune`` of them) and no kept draw comes from them; the ``<var>_warm`` stat marks them.
+    sigma_every : int, default 0
+        Under a Normal likelihood whose scale is one free variable (``sigma``, or ``sigma2`` as its square), the
+        step updates that variable itself after every ``sigma_every`` trees of a sweep, by the exact update
+        :class:`~pymc_treesamplers.NormalScaleGibbs` makes once a sweep (docs/mh.md, "sigma inside the sweep");
+        the step then owns both variables. 0: the step updates the trees only and another step moves the scale.
     model, initial_point, compile_kwargs, blocked, rng : optional
         As for PyMC's own step methods (not part of this record: the step takes them).
 
@@ -61,10 +67,13 @@ class TreeStepOptions:
     threads: int = 1
     route: str = "auto"
     warm_start: int = 0
+    sigma_every: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "threads", check_threads(self.threads))
         object.__setattr__(self, "warm_start", check_warm_start(self.warm_start))
+        object.__setattr__(self, "sigma_every", check_count(self.sigma_every, "sigma_every",
+                                                            "trees between the scale's updates"))
         if self.route not in ROUTES:
             raise ValueError(f"route must be one of {ROUTES}, got {self.route!r}")
 
@@ -75,11 +84,22 @@ def check_warm_start(warm_start) -> int:
     >>> check_warm_start(np.int64(3))
     3
     """
-    if isinstance(warm_start, bool) or not isinstance(warm_start, (int, np.integer)):
-        raise TypeError(f"warm_start must be an integer (grow-from-root sweeps at a chain's start), got {warm_start!r}")
-    if warm_start < 0:
-        raise ValueError(f"warm_start must be >= 0, got {warm_start}")
-    return int(warm_start)
+    return check_count(warm_start, "warm_start", "grow-from-root sweeps at a chain's start")
+
+
+def check_count(value, name: str, meaning: str) -> int:
+    """``value`` as an int >= 0, or a ``TypeError`` or ``ValueError`` naming the option ``name``.
+
+    >>> check_count(True, "sigma_every", "trees between the scale's updates")
+    Traceback (most recent call last):
+    ...
+    TypeError: sigma_every must be an integer (trees between the scale's updates), got True
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer ({meaning}), got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
 
 
 def _shared_paragraphs() -> str:

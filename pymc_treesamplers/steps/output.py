@@ -16,6 +16,7 @@ import numpy as np
 from ..engine import Chain, TreePrior
 from ..routes.likelihood import OutputView, WorkingModel
 from ..routes.reading import BasisView
+from .scale_in_sweep import ScaleInSweep
 
 
 class SweepFailed(RuntimeError):
@@ -68,17 +69,23 @@ class Output:
         return value if self.term is None else self.term
 
     def sweep(self, rng: np.random.Generator, value: np.ndarray, whole: np.ndarray, threads: int, warm: bool,
-              sampler_stats: Callable[[Any], dict]) -> OutputDraw:
+              sampler_stats: Callable[[Any], dict], scale: ScaleInSweep | None = None) -> OutputDraw:
         """One sweep of this output's trees at its rows ``value`` of the step's whole value ``whole`` (which the
         view reads the other outputs from), by the sampler's update or, ``warm``, grow-from-root; ``value`` is
         then the new fit. ``sampler_stats`` reads the sampler's scratch record right after the sweep (the
-        outputs share one). Raises :class:`SweepFailed` when a tree's update failed."""
+        outputs share one). ``scale``: the noise scale, updated after each of its groups of trees. Raises
+        :class:`SweepFailed` when a tree's update failed."""
         if self.view is not None:
             self.view.set_others(whole)
         pseudo = self.working.sweep_input(self.working_value(value), rng, threads)
-        failed = self.chain.sweep(rng, pseudo, warm=warm, threads=threads)
-        if failed >= 0:
-            raise SweepFailed(failed)
+        if scale is not None:  # its weights follow the scale's updates, in an array of this sweep's own
+            pseudo = pseudo._replace(w=np.array(pseudo.w, dtype=np.float64))
+        for trees in [None] if scale is None else scale.groups:
+            failed = self.chain.sweep(rng, pseudo, warm=warm, threads=threads, trees=trees)
+            if failed >= 0:
+                raise SweepFailed(failed)
+            if scale is not None:
+                scale.after(rng, pseudo)
         self.refresh(value, threads)
         counts = np.zeros(self.chain.data.codes.shape[0], dtype=np.int64)
         depth, leaves = self.chain.summary(counts)

@@ -52,7 +52,7 @@ class PGBARTStep(BaseTreeStep):
         runs a fresh unconditional SMC (same options) and takes a tree from it with probability
         ``min(1, Z'/Z)`` of the two runs' marginal-likelihood estimates. Unlike the conditional
         run, a fresh run owes nothing to the old tree, so a chain can leave a poor tree whole.
-    threads, route, warm_start, model, initial_point, compile_kwargs, blocked, rng : keyword options
+    threads, route, warm_start, sigma_every, model, initial_point, compile_kwargs, blocked, rng : keyword options
         The options every tree step shares (:class:`~pymc_treesamplers.steps.options.TreeStepOptions`).
 
     Notes

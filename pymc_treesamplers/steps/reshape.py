@@ -46,7 +46,7 @@ class ReshapeStep(BaseTreeStep):
         Probabilities of grow, prune, change, swap, restructure, splice and reroute proposals;
         grow and prune must be positive, the seven must sum to 1. A single-leaf tree always
         proposes a grow.
-    threads, route, warm_start, model, initial_point, compile_kwargs, blocked, rng : keyword options
+    threads, route, warm_start, sigma_every, model, initial_point, compile_kwargs, blocked, rng : keyword options
         The options every tree step shares (:class:`~pymc_treesamplers.steps.options.TreeStepOptions`).
 
     Notes

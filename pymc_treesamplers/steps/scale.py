@@ -132,13 +132,18 @@ class NormalScaleGibbs(ArrayStepShared):
         transform = model.rvs_to_transforms.get(rv)
         s = pt.scalar("s", dtype=value.dtype)
         inputs = rv.owner.op.dist_params(rv.owner)
-        fwd = s if transform is None else transform.forward(s, *inputs)
-        bwd = value if transform is None else transform.backward(value, *inputs)
-        self._forward = pm.pytensorf.compile([s], graph_replace(model.replace_rvs_by_values([fwd])[0], shared,
-                                                                strict=False), **kw)
+        # a transform takes the variable's whole node inputs (rng, size, parameters), as PyMC calls it
+        fwd = s if transform is None else transform.forward(s, *rv.owner.inputs)
+        bwd = value if transform is None else transform.backward(value, *rv.owner.inputs)
+        fwd = model.replace_rvs_by_values([fwd])[0]
+        self._forward = pm.pytensorf.compile([s], graph_replace(fwd, shared, strict=False), **kw)
         self._backward = pm.pytensorf.compile([value], graph_replace(model.replace_rvs_by_values([bwd])[0], shared,
                                                                      strict=False), **kw)
+        self._graphs = (value, prior, sig, fwd, s, shared, kw)  # for the independence update, compiled on first use
+        self._log_variance_prior = None
         self.var_name = rv.name
+        self.observed_name = obs.name
+        self._dtype = value.dtype
         x0 = np.asarray(initial_point[value.name], dtype=value.dtype)
         self._check_scalar_sigma(x0)
         self.conjugate = isinstance(rv.owner.op, rvs.InvGammaRV) and self._sigma_is_sqrt(x0)
@@ -190,23 +195,89 @@ class NormalScaleGibbs(ArrayStepShared):
         return float(prior) - n * np.log(sigma) - 0.5 * rss / sigma**2
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
-        rss, n = self._rss()
-        rss, n = float(rss), int(n)
+        rss, n = self.residual_sum_of_squares()
         self._dtype = q0.data.dtype
-        if self.conjugate:
-            a, b = (float(v) for v in self._ab())
-            s2 = 1.0 / self.rng.gamma(a + 0.5 * n, 1.0 / (b + 0.5 * rss))
-            x = float(self._forward(np.asarray(s2, dtype=self._dtype)))
-        else:
-            x = self._slice(float(q0.data[0]), n, rss)
+        x = self.update(self.rng, float(q0.data[0]), n, rss)
         return RaveledVars(np.array([x], dtype=self._dtype), q0.point_map_info), [{}]
 
-    def _slice(self, x0: float, n: int, rss: float) -> float:
-        x, width = slice_update(self.rng, x0, lambda x: self._log_target(x, n, rss), self.width)
+    def update(self, rng: np.random.Generator, x0: float, n: int, rss: float) -> float:
+        """The variable's new unconstrained value from ``x0`` given the residual sum of squares ``rss`` over the
+        likelihood's ``n`` rows: what :meth:`astep` does with them, and what a tree step that updates the scale
+        between its trees (``sigma_every``) calls."""
+        if self.conjugate:
+            a, b = (float(v) for v in self._ab())
+            s2 = 1.0 / rng.gamma(a + 0.5 * n, 1.0 / (b + 0.5 * rss))
+            return float(self._forward(np.asarray(s2, dtype=self._dtype)))
+        x, width = slice_update(rng, x0, lambda x: self._log_target(x, n, rss), self.width)
         if self.tune:  # running mean of the stepped-out interval, as PyMC's Slice tunes its width
             self.n_tuned += 1
             self.width += (width - self.width) / self.n_tuned
         return x
+
+    def independence_update(self, rng: np.random.Generator, x0: float, h0: float, sigma0: float, n: int,
+                            rss: float) -> tuple[float, float, float]:
+        """An independence Metropolis-Hastings update of the variable from ``x0`` given ``rss`` over ``n`` rows,
+        for a caller that updates the scale many times a sweep (``sigma_every``) and so cannot afford the slice's
+        ~8 evaluations: ``sigma^2`` proposed from ``InverseGamma(n/2, rss/2)``, the likelihood's own shape in
+        ``sigma^2``, so the likelihood cancels from the ratio and what is left is the prior density of
+        ``log sigma^2``, ``h``, at the two points (docs/mh.md, "sigma inside the sweep"). ``h0`` and ``sigma0``:
+        :meth:`log_variance_prior` and the scale at ``x0``. Returns the new value, its ``h`` and its sigma (one
+        compiled call).
+
+        Exact for any prior: the proposal is independent of ``x0`` and the ratio is
+        ``pi(x') q(x) / (pi(x) q(x'))``; uniformly ergodic where ``h`` is bounded above (HalfNormal, HalfCauchy,
+        Exponential, Uniform on sigma; InverseGamma on sigma^2). A scale variable that is neither sigma nor
+        sigma^2 (a precision, say), or a zero ``rss``, takes :meth:`update` instead.
+        """
+        terms = self._log_variance_terms()
+        if terms is None or not rss > 0.0:
+            x = self.update(rng, x0, n, rss)
+            return x, self.log_variance_prior(x), self.scale_of(x)
+        from_variance, power = terms[1], terms[2]
+        s2 = 1.0 / rng.gamma(0.5 * n, 2.0 / rss)
+        x, h = (float(v) for v in from_variance(np.asarray(s2 ** (0.5 * power), dtype=self._dtype)))
+        if np.isfinite(h) and rng.standard_exponential() > h0 - h:  # log u < h - h0
+            return x, h, float(np.sqrt(s2))
+        return x0, h0, sigma0
+
+    def log_variance_prior(self, x: float) -> float:
+        """The prior's log density of ``log sigma^2`` at the variable's unconstrained value ``x`` (its log density
+        with the transform's Jacobian, less ``log |d log sigma^2 / dx|``)."""
+        terms = self._log_variance_terms()
+        return float("nan") if terms is None else float(terms[0](np.asarray(x, dtype=self._dtype)))
+
+    def _log_variance_terms(self):
+        """``(h of x, (x, h) of the variable's value, power)`` with the variable ``sigma ** power`` (1 or 2), compiled
+        once; None when the variable is neither."""
+        if self._log_variance_prior is None:
+            self._log_variance_prior = self._compile_log_variance_terms() or ()
+        return self._log_variance_prior or None
+
+    def _compile_log_variance_terms(self):
+        value, prior, sig, fwd, s, shared, kw = self._graphs
+        x0 = np.zeros((), dtype=self._dtype)
+        for power in (1, 2):
+            if all(np.isclose(self._terms(x)[1] ** power, self._backward(x), rtol=1e-10)
+                   for x in (x0 - 0.3, x0 + 0.7)):
+                break
+        else:
+            return None
+        sigma = sig[0]
+        h = prior - pt.log(pt.abs(2.0 * pt.grad(sigma, value) / sigma))
+        h = graph_replace(h, shared, strict=False)
+        of_x = pm.pytensorf.compile([value], h, **kw)
+        x_of_v = graph_replace(fwd, shared, strict=False)
+        from_variance = pm.pytensorf.compile([s], [x_of_v, graph_replace(h, {value: x_of_v}, strict=False)], **kw)
+        return of_x, from_variance, power
+
+    def residual_sum_of_squares(self) -> tuple[float, int]:
+        """The likelihood's residual sum of squares at the current point, and its number of rows."""
+        rss, n = self._rss()
+        return float(rss), int(n)
+
+    def scale_of(self, x: float) -> float:
+        """The likelihood's scale sigma at the variable's unconstrained value ``x``."""
+        return float(self._terms(np.asarray(x, dtype=self._dtype))[1])
 
 
 def slice_update(rng: np.random.Generator, x0: float, log_density: Callable[[float], float], width: float,

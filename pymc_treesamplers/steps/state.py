@@ -25,7 +25,8 @@ class TreeStepState(StepMethodState):
     a forest holds its rows' order per tree (``4 m n`` bytes: 8 GB at 10^7 rows and 200 trees), which
     a fresh chain does not need copied. ``forests`` comes after ``split_weights``: single-leaf roots
     cache their available split weight, so the weights are restored first. ``watch``: the counts behind
-    the warning of a chain that cannot move (:class:`Watch`)."""
+    the warning of a chain that cannot move (:class:`Watch`). ``scale_tuning``: the slice width of the noise
+    scale the step updates between its trees (``sigma_every``; else None)."""
 
     f: np.ndarray
     f_is_current: bool
@@ -33,6 +34,7 @@ class TreeStepState(StepMethodState):
     split_weights: Any = None
     trees: list | None = None
     watch: Any = None
+    scale_tuning: Any = None
     var_name: str = field(metadata={"frozen": True})
 
 

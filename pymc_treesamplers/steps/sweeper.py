@@ -46,6 +46,7 @@ class SweptStep(Protocol):
     thr_table: np.ndarray
     split_weights: Any  # the Dirichlet split weights' state, or None
     lines: np.ndarray | None
+    scale: Any  # the noise scale updated between the trees (steps/scale_in_sweep.py), or None
 
     @property
     def data(self) -> SplitData: ...
