@@ -42,7 +42,8 @@ def _lazy_chain(rng, n_draws, thin, keep, data, prior, forest, r, w, labels, wor
     for d in range(n_draws):
         for _ in range(thin):
             forest_sum(forest, f)
-            code, _ = sweep(rng, ROOT, FALSE, data, prior, forest, LazyGaussian(r - f, w, keep), work, sk, changed)
+            code, _ = sweep(rng, ROOT, forest.ints.shape[0], FALSE, data, prior, forest, LazyGaussian(r - f, w, keep),
+                            work, sk, changed)
             if code != SWEEP_DONE:
                 raise RuntimeError("sweep did not finish")
         for k in range(forest.n_nodes[0]):

@@ -79,8 +79,8 @@ def _chain(rng, n_draws, thin, data, prior, forest, lik, labels, work, sk, chang
     for d in range(n_draws):
         for _ in range(thin):
             # typed ROOT/FALSE, not literals: the call then reuses the step's compiled sweep
-            code, _ = sweep(rng, ROOT, FALSE, data, prior, forest, _sweep_record(rng, lik, forest, f, zw), work, sk,
-                            changed)
+            code, _ = sweep(rng, ROOT, forest.ints.shape[0], FALSE, data, prior, forest,
+                            _sweep_record(rng, lik, forest, f, zw), work, sk, changed)
             if code != SWEEP_DONE:
                 raise RuntimeError("node capacity exceeded or the update failed")
         _keep(d, forest, work, sk, labels, rates, rules)
