@@ -124,6 +124,8 @@ bench-mixing: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.mechanisms --arms twigs --out docs/reports/twigs.md --json benchmarks/results/twigs.json
 	$(PY) -m benchmarks.mechanisms --arms twigs,sigma-every --seed 144 --cases boston,california \
 		--out docs/reports/twigs-replicate.md --json benchmarks/results/twigs-replicate.json
+	$(PY) -m benchmarks.mechanisms --arms sigma-every --out docs/reports/sigma-every.md \
+		--json benchmarks/results/sigma-every.json
 
 bench-mixing-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.mixing --quick

@@ -4,6 +4,8 @@
     python -m benchmarks.mechanisms --arms twigs --out docs/reports/twigs.md --json benchmarks/results/twigs.json
     python -m benchmarks.mechanisms --arms twigs,sigma-every --seed 144 --cases boston,california \
         --out docs/reports/twigs-replicate.md --json benchmarks/results/twigs-replicate.json
+    python -m benchmarks.mechanisms --arms sigma-every --out docs/reports/sigma-every.md \
+        --json benchmarks/results/sigma-every.json
         [--chains 8] [--draws N] [--out docs/reports/mechanisms.md] [--json PATH]
     python -m benchmarks.mechanisms --render-only [--quick | --json PATH]
 
@@ -297,7 +299,8 @@ def _label(spec: dict) -> str:
     if spec["arm"] == "sigma-every" and "groups" in spec:  # the prototype's rows (G chains of m / G trees)
         return f"CGM, m = {spec['m']}, σ after every {spec['m'] // spec['groups']} trees"
     if spec["arm"] == "sigma-every":
-        every = "once a sweep" if spec["every"] == spec["m"] else f"after every {spec['every']} trees"
+        k = spec["every"]
+        every = "once a sweep" if k == spec["m"] else "after every tree" if k == 1 else f"after every {k} trees"
         return f"CGMStep(sigma_every={spec['every']}), m = {spec['m']}: σ {every}"
     if spec["arm"] == "twigs":
         moves = [f"{name} ({spec.get(key, 0.0):g} of proposals)"

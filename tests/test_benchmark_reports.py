@@ -33,6 +33,7 @@ REPORTS = [
     "routes",
     "scale-benchmark",
     "scale-readme",
+    "sigma-every",
     "sparsity-benchmark",
     "sparsity-benchmark-quick",
     "pg-california",

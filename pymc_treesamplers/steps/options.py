@@ -51,6 +51,8 @@ class TreeStepOptions:
         step updates that variable itself after every ``sigma_every`` trees of a sweep, by the exact update
         :class:`~pymc_treesamplers.NormalScaleGibbs` makes once a sweep (docs/mh.md, "sigma inside the sweep");
         the step then owns both variables. 0: the step updates the trees only and another step moves the scale.
+        Measured, it gains per sweep where σ is stuck with outlying rows and rarely per second
+        (docs/reports/sigma-every.md), so it is off by default.
     model, initial_point, compile_kwargs, blocked, rng : optional
         As for PyMC's own step methods (not part of this record: the step takes them).
 
