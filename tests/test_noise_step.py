@@ -185,3 +185,11 @@ def test_assigned_automatically_to_the_scale_of_a_bart_mean_under_any_prior():
         pm.Normal("y", mu + s, s, observed=y)
         with pytest.raises(ValueError, match="enters the mean"):
             pmt.NormalScaleGibbs([s])
+    with pm.Model() as model:  # a potential on the scale is a term the update would not see
+        mu = pmt.BART("mu", x[:, None], y, m=5)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Potential("penalty", -100.0 * s**2)
+        pm.Normal("y", mu, s, observed=y)
+        assert pmt.NormalScaleGibbs.competence(model.rvs_to_values[s], True) == Competence.INCOMPATIBLE
+        with pytest.raises(ValueError, match="enters the potentials"):
+            pmt.NormalScaleGibbs([s])

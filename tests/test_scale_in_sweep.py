@@ -109,6 +109,8 @@ def test_scale_between_the_trees_matches_pair_enumeration(make_scale, var):
     step, keys, draws = _run(make_scale, var, seed=3)
     assert step.scale.groups == [(0, 1), (1, 2)]
     assert step.scale.updater.conjugate == (var == "sigma2")
+    if var != "sigma2":  # the independence update ran, not the slice it falls back to (sigma, or sigma^2)
+        assert step.scale.updater._log_variance_terms()[2] == (2 if var == "sigma2_e" else 1)
     _check(probs, mean, keys, draws)
 
 

@@ -53,11 +53,14 @@ def _scale_spec(model: pm.Model, rv):
     latent = [v for v in model.free_RVs if v is not rv and rv in set(ancestors([v]))]
     if latent:
         raise ValueError(f"{rv.name!r} is also a parameter of {[v.name for v in latent]}")
+    value = model.rvs_to_values[rv]
+    potentials = [p for p in model.potentials if value in set(ancestors([p])) or rv in set(ancestors([p]))]
+    if potentials:  # a term of the posterior the update would not see
+        raise ValueError(f"{rv.name!r} enters the potentials {[p.name for p in potentials]}")
     if len(dependents) != 1 or not isinstance(dependents[0].owner.op, rvs.NormalRV):
         raise ValueError(f"{rv.name!r} must enter exactly one Normal likelihood, not {[o.name for o in dependents]}")
     obs = dependents[0]
     mean, sigma = model.replace_rvs_by_values(list(obs.owner.op.dist_params(obs.owner)))
-    value = model.rvs_to_values[rv]
     if value in set(ancestors([mean])):
         raise ValueError(f"{rv.name!r} enters the mean of {obs.name!r}, not only its scale")
     return obs, mean, sigma
@@ -144,6 +147,8 @@ class NormalScaleGibbs(ArrayStepShared):
         self.var_name = rv.name
         self.observed_name = obs.name
         self._dtype = value.dtype
+        # identities of the scale's graph (sigma = sqrt(variable), sigma ** power = variable) checked to rounding
+        self._identity_rtol = 1e-10 if np.dtype(value.dtype).itemsize >= 8 else 1e-5
         x0 = np.asarray(initial_point[value.name], dtype=value.dtype)
         self._check_scalar_sigma(x0)
         self.conjugate = isinstance(rv.owner.op, rvs.InvGammaRV) and self._sigma_is_sqrt(x0)
@@ -166,7 +171,7 @@ class NormalScaleGibbs(ArrayStepShared):
     def _sigma_is_sqrt(self, x0) -> bool:
         for x in (x0, x0 + 0.7):
             x = np.asarray(x, dtype=x0.dtype)
-            if not np.isclose(self._terms(x)[1], np.sqrt(self._backward(x)), rtol=1e-10):
+            if not np.isclose(self._terms(x)[1], np.sqrt(self._backward(x)), rtol=self._identity_rtol, atol=0.0):
                 return False
         return True
 
@@ -257,7 +262,7 @@ class NormalScaleGibbs(ArrayStepShared):
         value, prior, sig, fwd, s, shared, kw = self._graphs
         x0 = np.zeros((), dtype=self._dtype)
         for power in (1, 2):
-            if all(np.isclose(self._terms(x)[1] ** power, self._backward(x), rtol=1e-10)
+            if all(np.isclose(self._terms(x)[1] ** power, self._backward(x), rtol=self._identity_rtol, atol=0.0)
                    for x in (x0 - 0.3, x0 + 0.7)):
                 break
         else:

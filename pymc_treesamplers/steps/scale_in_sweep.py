@@ -121,7 +121,8 @@ class ScaleInSweep:
 
     def start(self, x: float, tune: bool) -> None:
         """A sweep starts with the scale variable at ``x`` (its unconstrained value in the point)."""
-        self.x, self.sigma, self.h = x, self.updater.scale_of(x), self.updater.log_variance_prior(x)
+        self.x, self.sigma = x, self.updater.scale_of(x)
+        self.h = float("nan") if self.updater.conjugate else self.updater.log_variance_prior(x)
         self.updater.tune = tune
 
     def after(self, rng: np.random.Generator, pseudo: Pseudo) -> None:
