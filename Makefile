@@ -126,6 +126,7 @@ bench-mixing: $(VENV)/.bench-installed
 		--out docs/reports/twigs-replicate.md --json benchmarks/results/twigs-replicate.json
 	$(PY) -m benchmarks.mechanisms --arms sigma-every --out docs/reports/sigma-every.md \
 		--json benchmarks/results/sigma-every.json
+	$(PY) -m benchmarks.sigma_ridge
 
 bench-mixing-quick: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.mixing --quick

@@ -34,6 +34,7 @@ REPORTS = [
     "scale-benchmark",
     "scale-readme",
     "sigma-every",
+    "sigma-ridge",
     "sparsity-benchmark",
     "sparsity-benchmark-quick",
     "pg-california",
