@@ -3,11 +3,12 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
-# numba's cache=True only notices edits to a function's own file, not to the kernels it calls in
-# other files; a cache directory per hash of the sources that hold kernels (the package, and the test
-# files that write kernels of their own) makes every edit there recompile what depends on it, and editing
-# any other test recompiles nothing
-export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -rl --include='*.py' njit tests) | sort) | sha1sum | cut -c1-12)
+# The package caches its own kernels in one folder per hash of its sources (pymc_treesamplers/kernel_cache.py),
+# under NUMBA_CACHE_DIR if set, else the user's cache folder: so `make demo` warms the cache a user's own Python
+# reads. The tests write kernels of their own, which numba alone would cache beside them and not recompile after an
+# edit to a package kernel they call; the test targets therefore run under a cache directory per hash of the
+# package and of the test files that hold kernels (editing any other test recompiles nothing)
+TEST_CACHE := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -rl --include='*.py' njit tests) | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults bench-defaults-scale \
 	bench-routes bench-graph-route bench-scale-readme bench-threads bench-smctree bench-verify-raw bench-coldstart \
@@ -32,15 +33,15 @@ demo: $(STAMP)
 # into a cache of their own (numba's cache key includes neither), and the tests marked boundscheck rerun,
 # which reach every kernel and every sampler's enumeration tests
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist worksteal --durations=20
-	PMT_ROWS_BLOCK=2 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(NUMBA_CACHE_DIR)-checked $(PY) -m pytest -q -n 2 \
+	NUMBA_CACHE_DIR=$(TEST_CACHE) $(PY) -m pytest -q -n 2 --dist worksteal --durations=20
+	PMT_ROWS_BLOCK=2 NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(TEST_CACHE)-checked $(PY) -m pytest -q -n 2 \
 		--dist worksteal -m boundscheck
 
 # the contributor's loop: lint, then every test not marked slow (about 4 minutes on a warm 2-core machine);
 # the statistical tests marked slow run in `make test` and CI
 check: $(STAMP)
 	$(PY) -m ruff check pymc_treesamplers tests benchmarks scripts
-	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow"
+	NUMBA_CACHE_DIR=$(TEST_CACHE) $(PY) -m pytest -q -n 2 --dist worksteal -m "not slow"
 
 # the documentation site (MkDocs, strict: a warning fails the build) into build/site
 $(VENV)/.docs-installed: $(STAMP)

@@ -8,6 +8,10 @@
 import logging
 import warnings
 
+# first of the package's modules: numba must know where to cache the package's kernels before one is defined
+from . import kernel_cache  # noqa: F401
+
+# isort: split
 import pymc as pm
 
 from . import distributed
