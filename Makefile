@@ -23,7 +23,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	rm -f $(VENV)/.installed-*; touch $@
 
+# the set-up compiles every sampler's kernels into the package's cache, the one a user's own Python reads
 demo: $(STAMP)
+	$(PY) -m pymc_treesamplers.compile
 	$(PY) -m examples.demo
 
 # both cores, tests handed out one at a time to whichever worker is free (worksteal: one file per

@@ -15,6 +15,13 @@ first prediction at 100 new rows (``pmt.predict``; pymc-bart's ``pm.set_data`` t
 
 Arms: this package's step methods (``cgm`` is what ``pm.sample`` assigns; each other one is passed as
 ``step=``) and pymc-bart's default (PGBART).
+
+*After the set-up* (issue 60): first, once, the README's set-up step ``python -m pymc_treesamplers.compile`` (every
+sampler, in its default number of processes) in a fresh process whose user cache folder (``XDG_CACHE_HOME``) is an
+empty temporary one and which has no ``NUMBA_CACHE_DIR``; its wall time is reported. Then, per arm of this package,
+the same first fit in a fresh process with that user cache folder, no ``NUMBA_CACHE_DIR`` (a user's own Python,
+started outside ``make``) and an empty PyTensor compile directory (so the model's own PyTensor functions compile,
+as a user's first model does).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from benchmarks import harness
 
 MODULE = "benchmarks.coldstart"
 ARMS = ("cgm", "growprune", "reshape", "pg", "ct", "pymc-bart")
+WHEN = ("cold", "warm", "after-setup")
 STEPS = {"growprune": "GrowPruneStep", "reshape": "ReshapeStep", "pg": "PGBARTStep", "ct": "CTBirthDeathStep"}
 
 
@@ -52,11 +60,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def worker_body(spec: dict) -> dict:
-    """One timed first fit in this process; the caches are the spec's (set before numba is imported)."""
-    os.environ["NUMBA_CACHE_DIR"] = spec["numba_cache"]
+    """One timed first fit in this process, or the set-up (``spec["when"] == "setup"``); the caches are the spec's
+    (set before numba is imported)."""
+    if spec["when"] in ("setup", "after-setup"):  # the package's own cache folder, in a user cache folder
+        os.environ.pop("NUMBA_CACHE_DIR", None)
+        os.environ["XDG_CACHE_HOME"] = spec["user_cache"]
+    else:
+        os.environ["NUMBA_CACHE_DIR"] = spec["numba_cache"]
     os.environ["PYTENSOR_FLAGS"] = f"compiledir={spec['pytensor_cache']}"
     assert "numba" not in sys.modules, "numba imported before the cache directory was set"
     t0 = time.perf_counter()
+    if spec["when"] == "setup":
+        from pymc_treesamplers import compile as setup
+
+        setup.main([])
+        return {"total_s": time.perf_counter() - t0}
     import numpy as np
     import pymc as pm
 
@@ -97,10 +115,10 @@ def worker_body(spec: dict) -> dict:
 
 
 def _row(arm: str, results: dict) -> list:
-    cold, warm = results.get(f"{arm} cold", {}), results.get(f"{arm} warm", {})
+    runs = [results.get(f"{arm} {when}", {}) for when in WHEN]
     label = "pymc-bart 0.13 (PGBART)" if arm == "pymc-bart" else f"pymc-treesamplers {arm}"
     cells = [label]
-    for r in (cold, warm):
+    for r in runs:
         ok = r.get("status") == "ok"
         cells += [harness.fmt(r.get("import_s")) if ok else "error", harness.fmt(r.get("sample_s")) if ok else "",
                   harness.fmt(r.get("predict_s")) if ok else "", harness.fmt(r.get("total_s")) if ok else ""]
@@ -117,20 +135,29 @@ def render(saved: dict) -> str:
         "caches, *warm*: the caches the cold run left (`benchmarks/coldstart.py` docstring).",
         "",
         harness.md_table(["arm", "cold: import", "sample", "predict", "total", "warm: import", "sample", "predict",
-                          "total"], [_row(a, res) for a in ARMS if f"{a} cold" in res]),
+                          "total", "after set-up: import", "sample", "predict", "total"],
+                         [_row(a, res) for a in ARMS if f"{a} cold" in res]),
         "",
     ]
+    setup = res.get("setup", {})
+    if setup:
+        done = harness.fmt(setup.get("total_s")) + " s" if setup.get("status") == "ok" else "**" + str(
+            setup.get("status")) + "**"
+        lines += [f"The set-up, `python -m pymc_treesamplers.compile` (every sampler under the Normal, Bernoulli and "
+                  f"Poisson likelihoods, both cores) on empty caches: {done}.", ""]
     ref = res.get("pymc-bart cold", {})
     if ref.get("status") == "ok":
-        lines += ["| arm | cold total / pymc-bart's | warm total / pymc-bart's |", "|---|---|---|"]
+        lines += ["| arm | cold total / pymc-bart's | warm total / pymc-bart's | after set-up / pymc-bart's cold |",
+                  "|---|---|---|---|"]
         ref_w = res.get("pymc-bart warm", {})
         for a in ARMS:
-            c, w = res.get(f"{a} cold", {}), res.get(f"{a} warm", {})
+            c, w, b = (res.get(f"{a} {when}", {}) for when in WHEN)
             if a == "pymc-bart" or c.get("status") != "ok":
                 continue
             wr = harness.fmt(w["total_s"] / ref_w["total_s"]) if w.get("status") == "ok" and ref_w.get(
                 "status") == "ok" else ""
-            lines.append(f"| {a} | {harness.fmt(c['total_s'] / ref['total_s'])} | {wr} |")
+            br = harness.fmt(b["total_s"] / ref["total_s"]) if b.get("status") == "ok" else ""
+            lines.append(f"| {a} | {harness.fmt(c['total_s'] / ref['total_s'])} | {wr} | {br} |")
         lines.append("")
     errors = [f"* {k}: {v.get('error', '')[:300]}" for k, v in res.items() if v.get("status") != "ok"]
     if errors:
@@ -145,10 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     settings = {k: getattr(args, k) for k in ("n", "m", "tune", "draws", "seed")}
     runs = []
     with tempfile.TemporaryDirectory(prefix="coldstart_") as tmp:
+        user_cache = str(Path(tmp) / "user-cache")
+        if any(a != "pymc-bart" for a in args.arms):
+            runs.append(("setup", {"arm": "setup", "when": "setup", **settings, "user_cache": user_cache,
+                                   "pytensor_cache": str(Path(tmp) / "setup-pt")}))
         for arm in args.arms:
             caches = {"numba_cache": str(Path(tmp) / arm / "numba"), "pytensor_cache": str(Path(tmp) / arm / "pt")}
             spec = {"arm": arm, **settings, **caches}
             runs += [(f"{arm} cold", {**spec, "when": "cold"}), (f"{arm} warm", {**spec, "when": "warm"})]
+            if arm != "pymc-bart":
+                runs.append((f"{arm} after-setup", {**spec, "when": "after-setup", "user_cache": user_cache,
+                                                     "pytensor_cache": str(Path(tmp) / arm / "pt-after")}))
         done = harness.run_specs(MODULE, args, runs, lambda r: f"total {r.get('total_s', float('nan')):.1f} s")
         shutil.rmtree(tmp, ignore_errors=True)
     return harness.finish(MODULE, argv, args, settings, {name: r for (name, _), r in zip(runs, done, strict=True)},

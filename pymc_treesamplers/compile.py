@@ -1,0 +1,181 @@
+"""Compile the kernels a fit uses ahead of the first fit: ``python -m pymc_treesamplers.compile``.
+
+    python -m pymc_treesamplers.compile [--jobs N] [--samplers cgm,growprune,reshape,pg,ct]
+        [--families normal,bernoulli,poisson] [--force]
+
+A first ``pm.sample`` with a BART variable compiles about a hundred numba kernels (tens of seconds; the cold-start
+report, docs/reports/coldstart.md). This command does that work once, where it is cheap to wait: after
+``pip install``, in a container's build step, in ``make demo``. Each *task* is one sampler under one family of
+likelihood, run as a user would run it on a few rows: ``pm.sample`` (one short chain), a prediction at new rows
+and a partial-dependence plot; the default sampler's task also runs its warm start (grow-from-root). The three
+families reach every route of the package: ``normal`` the Gaussian pseudo-data, ``bernoulli`` the augmentation
+(exact latents), ``poisson`` the log-link record. The kernels land in the package's cache
+(:mod:`pymc_treesamplers.kernel_cache`), which every later process of the same install reads.
+
+Tasks run in ``N`` processes at once (default: the machine's cores), each with its own compile lock. A finished task
+leaves a note in the cache folder, so a second run compiles nothing and says so; ``--force`` runs every task again.
+A new version or an edited source is a new cache folder, where nothing is compiled yet.
+
+>>> [t.name for t in tasks(["cgm"], ["normal", "poisson"])]
+['cgm-normal', 'cgm-poisson']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+from typing import NamedTuple
+
+SAMPLERS = {"cgm": "CGMStep", "growprune": "GrowPruneStep", "reshape": "ReshapeStep", "pg": "PGBARTStep",
+            "ct": "CTBirthDeathStep"}
+FAMILIES = ("normal", "bernoulli", "poisson")
+WARM_START = "cgm"  # the sampler pm.sample assigns, whose task also compiles the warm start
+N_ROWS, M, TUNE, DRAWS = 40, 4, 3, 3
+
+
+class Task(NamedTuple):
+    """One sampler under one family (module docstring)."""
+
+    sampler: str
+    family: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.sampler}-{self.family}"
+
+
+def tasks(samplers=tuple(SAMPLERS), families=FAMILIES) -> list[Task]:
+    """Every chosen sampler under every chosen family, checked by name.
+
+    >>> tasks(["cgm"], ["gamma"])
+    Traceback (most recent call last):
+    ...
+    ValueError: families: unknown 'gamma'; choose from normal, bernoulli, poisson
+    """
+    for what, chosen, known in (("samplers", samplers, tuple(SAMPLERS)), ("families", families, FAMILIES)):
+        bad = [c for c in chosen if c not in known]
+        if bad:
+            raise ValueError(f"{what}: unknown {', '.join(map(repr, bad))}; choose from {', '.join(known)}")
+    return [Task(s, f) for s in samplers for f in families]
+
+
+def _notes() -> Path:
+    from .kernel_cache import cache_dir
+
+    return cache_dir() / "compiled"
+
+
+def done(task: Task) -> bool:
+    """Whether ``task`` has run to the end in this install's cache folder."""
+    return (_notes() / f"{task.name}.json").is_file()
+
+
+def run_task(task: Task) -> float:
+    """Run ``task`` in this process (a short fit, a prediction, a partial-dependence plot), note it as done, and
+    return its seconds."""
+    import logging
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    import pymc as pm
+
+    import pymc_treesamplers as pmt
+
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(N_ROWS, 3))
+    eta = 2.0 * X[:, 0] - 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pm.Model():
+            mu = pmt.BART("mu", X, eta if task.family == "normal" else np.zeros(N_ROWS), m=M)
+            if task.family == "normal":
+                pm.Normal("y", mu, pm.HalfNormal("sigma", 1.0), observed=eta + 0.1 * rng.standard_normal(N_ROWS))
+            elif task.family == "bernoulli":
+                pm.Bernoulli("y", logit_p=mu, observed=rng.uniform(size=N_ROWS) < 1.0 / (1.0 + np.exp(-eta)))
+            else:
+                pm.Poisson("y", pm.math.exp(mu), observed=rng.poisson(np.exp(eta)))
+            step_class = getattr(pmt, SAMPLERS[task.sampler])
+            steps = [step_class([mu])]
+            if task.sampler == WARM_START and task.family == "normal":
+                steps.append(step_class([mu], warm_start=1))
+            for step in steps:
+                idata = pm.sample(tune=TUNE, draws=DRAWS, chains=1, cores=1, step=[step], random_seed=0,
+                                  progressbar=False, compute_convergence_checks=False)
+        pmt.predict(idata, X[:5], "mu")
+        fig = pmt.plots.plot_pdp(idata, X, "mu", var_idx=[0])
+        matplotlib.pyplot.close("all")
+        del fig
+    seconds = time.perf_counter() - t0
+    notes = _notes()
+    notes.mkdir(parents=True, exist_ok=True)
+    (notes / f"{task.name}.json").write_text(json.dumps({"seconds": seconds, "finished": time.time()}))
+    return seconds
+
+
+def compile_all(chosen: list[Task], jobs: int, force: bool = False, out=sys.stdout) -> dict[str, float]:
+    """Run the chosen tasks not yet done (all of them with ``force``) in ``jobs`` processes; print each as it
+    finishes and return its seconds by name. A task that fails raises, after the others finished."""
+    from .kernel_cache import cache_dir
+
+    todo = [t for t in chosen if force or not done(t)]
+    if not todo:
+        tasks_text = f"{len(chosen)} task" + ("s" if len(chosen) != 1 else "")
+        print(f"nothing to compile: the kernels of {tasks_text} are in {cache_dir()}", file=out)
+        return {}
+    jobs = max(1, min(jobs, len(todo)))
+    print(f"compiling {len(todo)} tasks ({', '.join(t.name for t in todo)}) in {jobs} processes into "
+          f"{cache_dir()}", file=out, flush=True)
+    t0 = time.perf_counter()
+    seconds: dict[str, float] = {}
+    failed: list[str] = []
+    # spawn, not fork: each process its own numba compile lock, and no copy of a parent's threads
+    from . import compile as module  # run_task by the package's name, also when this file runs as __main__
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(module.run_task, t): t for t in todo}
+        for fut in as_completed(futures):
+            task = futures[fut]
+            try:
+                seconds[task.name] = fut.result()
+            except Exception as err:  # reported by name, raised after the rest
+                failed.append(f"{task.name}: {type(err).__name__}: {err}")
+                print(f"  {task.name}: FAILED ({type(err).__name__}: {err})", file=out, flush=True)
+                continue
+            print(f"  {task.name}: {seconds[task.name]:.1f} s", file=out, flush=True)
+    print(f"done in {time.perf_counter() - t0:.1f} s", file=out, flush=True)
+    if failed:
+        raise RuntimeError("some tasks failed: " + "; ".join(failed))
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pymc_treesamplers.compile",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes at once (default: the cores)")
+    p.add_argument("--samplers", default=",".join(SAMPLERS), help=f"comma list from {', '.join(SAMPLERS)}")
+    p.add_argument("--families", default=",".join(FAMILIES), help=f"comma list from {', '.join(FAMILIES)}")
+    p.add_argument("--force", action="store_true", help="run every task again")
+    args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs must be at least 1, not {args.jobs}")
+    try:
+        chosen = tasks([s for s in args.samplers.split(",") if s], [f for f in args.families.split(",") if f])
+    except ValueError as err:
+        p.error(str(err))
+    compile_all(chosen, args.jobs, args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

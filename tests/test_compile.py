@@ -1,0 +1,54 @@
+"""``python -m pymc_treesamplers.compile``: its tasks, its checks of the command line, and a second run that
+compiles nothing."""
+
+import io
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pymc_treesamplers import compile as pmt_compile
+
+
+def test_tasks_are_every_sampler_under_every_family():
+    names = [t.name for t in pmt_compile.tasks()]
+    assert len(names) == len(pmt_compile.SAMPLERS) * len(pmt_compile.FAMILIES) == len(set(names))
+    assert "cgm-normal" in names and "ct-poisson" in names
+    with pytest.raises(ValueError, match="samplers: unknown 'nuts'"):
+        pmt_compile.tasks(["nuts"], ["normal"])
+
+
+@pytest.mark.parametrize("argv, message", [(["--jobs", "0"], "--jobs must be at least 1"),
+                                            (["--families", "gamma"], "families: unknown 'gamma'")])
+def test_the_command_line_is_checked(argv, message):
+    out = subprocess.run([sys.executable, "-m", "pymc_treesamplers.compile", *argv], capture_output=True, text=True)
+    assert out.returncode == 2 and message in out.stderr
+
+
+def test_nothing_to_do_when_every_task_is_noted(monkeypatch, tmp_path):
+    monkeypatch.setattr(pmt_compile, "_notes", lambda: tmp_path)
+    chosen = pmt_compile.tasks(["cgm", "pg"], ["normal"])
+    for t in chosen:
+        (tmp_path / f"{t.name}.json").write_text("{}")
+    out = io.StringIO()
+    assert pmt_compile.compile_all(chosen, jobs=2, out=out) == {}
+    assert out.getvalue().startswith("nothing to compile: the kernels of 2 tasks")
+
+
+@pytest.mark.slow
+def test_a_task_runs_in_its_own_process_and_a_second_run_compiles_nothing():
+    task = pmt_compile.Task("growprune", "bernoulli")
+    note = pmt_compile._notes() / f"{task.name}.json"
+    note.unlink(missing_ok=True)
+    try:
+        cmd = [sys.executable, "-m", "pymc_treesamplers.compile", "--samplers", "growprune", "--families",
+               "bernoulli", "--jobs", "1"]
+        first = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        assert "growprune-bernoulli: " in first and note.is_file()
+        second = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        assert second.startswith("nothing to compile: the kernels of 1 task ")
+    finally:
+        note.unlink(missing_ok=True)
+        if note.parent.is_dir() and not any(note.parent.iterdir()):
+            shutil.rmtree(note.parent)
