@@ -120,6 +120,9 @@ def _row(arm: str, results: dict) -> list:
     cells = [label]
     for r in runs:
         ok = r.get("status") == "ok"
+        if not r:  # not run (pymc-bart has no set-up)
+            cells += ["-", "", "", ""]
+            continue
         cells += [harness.fmt(r.get("import_s")) if ok else "error", harness.fmt(r.get("sample_s")) if ok else "",
                   harness.fmt(r.get("predict_s")) if ok else "", harness.fmt(r.get("total_s")) if ok else ""]
     return cells

@@ -91,6 +91,7 @@ def run_task(task: Task) -> float:
     import pymc_treesamplers as pmt
 
     logging.getLogger("pymc").setLevel(logging.ERROR)
+    logging.getLogger("pymc_treesamplers").setLevel(logging.WARNING)  # the parent says what each task compiled
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(N_ROWS, 3))
