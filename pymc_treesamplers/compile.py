@@ -12,9 +12,11 @@ families reach every route of the package: ``normal`` the Gaussian pseudo-data, 
 (exact latents), ``poisson`` the log-link record. The kernels land in the package's cache
 (:mod:`pymc_treesamplers.kernel_cache`), which every later process of the same install reads.
 
-Tasks run in ``N`` processes at once (default: the machine's cores), each with its own compile lock. A finished task
-leaves a note in the cache folder, so a second run compiles nothing and says so; ``--force`` runs every task again.
-A new version or an edited source is a new cache folder, where nothing is compiled yet.
+Tasks run in ``N`` processes at once (default: the cores this process may use, at most 8), each with its own compile
+lock. A finished task leaves a note in the cache folder naming the CPU it compiled for (numba keys machine code on
+the CPU), so a second run on the same machine compiles nothing and says so; ``--force`` runs every task again. A new
+version or an edited source is a new cache folder, where nothing is compiled yet. An image built on one machine and
+run on another CPU recompiles at its first fit unless built with ``NUMBA_CPU_NAME=generic`` (numba's portable code).
 
 >>> [t.name for t in tasks(["cgm"], ["normal", "poisson"])]
 ['cgm-normal', 'cgm-poisson']
@@ -71,15 +73,41 @@ def _notes() -> Path:
     return cache_dir() / "compiled"
 
 
+def _cpu() -> list[str]:
+    """numba's identity of the machine code it makes here: target triple, CPU name and features."""
+    from numba.core.registry import cpu_target
+
+    return list(cpu_target.target_context.codegen().magic_tuple())
+
+
 def done(task: Task) -> bool:
-    """Whether ``task`` has run to the end in this install's cache folder."""
-    return (_notes() / f"{task.name}.json").is_file()
+    """Whether ``task`` has run to the end in this install's cache folder, for this CPU."""
+    try:
+        note = json.loads((_notes() / f"{task.name}.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return note.get("cpu") == _cpu()
 
 
 def run_task(task: Task) -> float:
-    """Run ``task`` in this process (a short fit, a prediction, a partial-dependence plot), note it as done, and
-    return its seconds."""
+    """Run ``task`` in this process (:func:`fit`, its notices left to the parent), note it as done, and return its
+    seconds."""
     import logging
+
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    logging.getLogger("pymc_treesamplers").setLevel(logging.WARNING)  # the parent says what each task compiled
+    t0 = time.perf_counter()
+    fit(task)
+    seconds = time.perf_counter() - t0
+    notes = _notes()
+    notes.mkdir(parents=True, exist_ok=True)
+    (notes / f"{task.name}.json").write_text(json.dumps({"seconds": seconds, "finished": time.time(), "cpu": _cpu()}))
+    return seconds
+
+
+def fit(task: Task) -> None:
+    """What ``task`` runs: a short ``pm.sample`` of its sampler under its family on a few rows (and the warm start's,
+    for the default sampler), a prediction at new rows and a partial-dependence plot."""
     import warnings
 
     import matplotlib
@@ -90,9 +118,6 @@ def run_task(task: Task) -> float:
 
     import pymc_treesamplers as pmt
 
-    logging.getLogger("pymc").setLevel(logging.ERROR)
-    logging.getLogger("pymc_treesamplers").setLevel(logging.WARNING)  # the parent says what each task compiled
-    t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(N_ROWS, 3))
     eta = 2.0 * X[:, 0] - 1.0
@@ -117,11 +142,6 @@ def run_task(task: Task) -> float:
         fig = pmt.plots.plot_pdp(idata, X, "mu", var_idx=[0])
         matplotlib.pyplot.close("all")
         del fig
-    seconds = time.perf_counter() - t0
-    notes = _notes()
-    notes.mkdir(parents=True, exist_ok=True)
-    (notes / f"{task.name}.json").write_text(json.dumps({"seconds": seconds, "finished": time.time()}))
-    return seconds
 
 
 def compile_all(chosen: list[Task], jobs: int, force: bool = False, out=sys.stdout) -> dict[str, float]:
@@ -160,10 +180,21 @@ def compile_all(chosen: list[Task], jobs: int, force: bool = False, out=sys.stdo
     return seconds
 
 
+def default_jobs() -> int:
+    """The cores this process may use (its affinity, where the platform says), at most 8: each process imports PyMC.
+
+    >>> 1 <= default_jobs() <= 8
+    True
+    """
+    count = getattr(os, "process_cpu_count", None)
+    cores = count() if count is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+    return max(1, min(8, cores or os.cpu_count() or 1))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pymc_treesamplers.compile",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes at once (default: the cores)")
+    p.add_argument("--jobs", type=int, default=default_jobs(), help="processes at once (default: the cores, at most 8)")
     p.add_argument("--samplers", default=",".join(SAMPLERS), help=f"comma list from {', '.join(SAMPLERS)}")
     p.add_argument("--families", default=",".join(FAMILIES), help=f"comma list from {', '.join(FAMILIES)}")
     p.add_argument("--force", action="store_true", help="run every task again")
