@@ -113,6 +113,7 @@ def fit(task: Task) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     import numpy as np
     import pymc as pm
 
@@ -140,7 +141,7 @@ def fit(task: Task) -> None:
                                   progressbar=False, compute_convergence_checks=False)
         pmt.predict(idata, X[:5], "mu")
         fig = pmt.plots.plot_pdp(idata, X, "mu", var_idx=[0])
-        matplotlib.pyplot.close("all")
+        plt.close("all")
         del fig
 
 
@@ -149,12 +150,14 @@ def compile_all(chosen: list[Task], jobs: int, force: bool = False, out=sys.stdo
     finishes and return its seconds by name. A task that fails raises, after the others finished."""
     from .kernel_cache import cache_dir
 
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number of processes, at least 1, not {jobs!r}")
     todo = [t for t in chosen if force or not done(t)]
     if not todo:
         tasks_text = f"{len(chosen)} task" + ("s" if len(chosen) != 1 else "")
         print(f"nothing to compile: the kernels of {tasks_text} are in {cache_dir()}", file=out)
         return {}
-    jobs = max(1, min(jobs, len(todo)))
+    jobs = min(jobs, len(todo))
     print(f"compiling {len(todo)} tasks ({', '.join(t.name for t in todo)}) in {jobs} processes into "
           f"{cache_dir()}", file=out, flush=True)
     t0 = time.perf_counter()

@@ -26,6 +26,12 @@ def test_the_command_line_is_checked(argv, message):
     assert out.returncode == 2 and message in out.stderr
 
 
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
+def test_compile_all_refuses_a_count_of_processes_that_is_not_one_or_more(jobs):
+    with pytest.raises(ValueError, match="jobs must be a whole number"):
+        pmt_compile.compile_all(pmt_compile.tasks(["cgm"], ["normal"]), jobs=jobs, out=io.StringIO())
+
+
 def test_nothing_to_do_when_every_task_is_noted_for_this_cpu(monkeypatch, tmp_path):
     monkeypatch.setattr(pmt_compile, "_notes", lambda: tmp_path)
     chosen = pmt_compile.tasks(["cgm", "pg"], ["normal"])
