@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 TEST_CACHE := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -name '*.py'; grep -rl --include='*.py' njit tests) | sort) | sha1sum | cut -c1-12)
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults bench-defaults-scale \
-	bench-routes bench-graph-route bench-scale-readme bench-threads bench-smctree bench-verify-raw bench-coldstart \
+	bench-routes bench-graph-route bench-scale-readme bench-threads bench-threads-env bench-smctree bench-verify-raw bench-coldstart \
 	bench-causal bench-varying bench-lines bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
@@ -163,6 +163,11 @@ bench-scale-readme: $(VENV)/.bench-installed
 # the README's model at 10^6 rows, each tree step on 1 and 2 threads (issue 45; about 15 minutes)
 bench-threads: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.scale --sizes 1e6 --arms readme-cgm-1,readme-cgm-2,readme-growprune-1,readme-growprune-2,readme-reshape-1,readme-reshape-2,readme-pg-1,readme-pg-2 --out docs/reports/threads.md
+
+# CGMStep(threads=1 and 2) on the README's model at 10^4-10^6 rows under the thread variables users set (issue
+# 60; about 15 minutes)
+bench-threads-env: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.scale --sizes 1e4,1e5,1e6 --arms readme-cgm-1,readme-cgm-2 --thread-env pinned,none,numba-omp,others-1 --out docs/reports/threads-env.md
 
 # a first fit (import, first pm.sample, first prediction) with empty and with warm caches, each sampler and
 # pymc-bart (about 10 minutes)

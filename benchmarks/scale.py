@@ -2,6 +2,7 @@
 
     python -m benchmarks.scale [--quick] [--sizes 1e4,1e5,1e6,1e7]
         [--arms pmt-1,pmt-2,readme-cgm-1,...,stochtree-1,stochtree-2,pymc-bart]
+        [--thread-env pinned,none,numba-omp,others-1]
         [--out docs/reports/scale-benchmark.md] [--json PATH]
     python -m benchmarks.scale --render-only [--quick | --json PATH]
 
@@ -29,6 +30,11 @@ machine), children one after the other:
   ``reshape`` or ``pg`` (``pmt.CGMStep([mu], threads=t)``, ...), sigma still assigned by ``pm.sample``;
   with ``t`` = 1 and 2 (and the process's thread pools at ``t``), what threads buy each sampler on the
   README's model (issue 45: 2 threads >= 1.6x at 10^6 rows): ``make bench-threads``.
+* ``--thread-env``: the thread variables each arm runs under (``benchmarks.harness.THREAD_ENVS``): ``pinned``
+  (the default: numba's, OpenMP's and BLAS's at the arm's count), ``none`` (none set), ``numba-omp`` (numba's
+  and OpenMP's at the count, BLAS's unset) and ``others-1`` (OpenMP and BLAS pinned to 1, as a user does for
+  other libraries; numba's unset); every arm under each, so a table shows what threads buy as users set the
+  variables (issue 60: ``make bench-threads-env``).
 * ``pymc-bart``: its PGBART step (1 thread; no thread option) with sigma by NUTS, at n <= 10^5 only
   (it keeps every particle's prediction of every row: at 10^6 rows that is out of reach); the
   median time between callbacks.
@@ -161,6 +167,15 @@ def describe(res: dict) -> str:
     return f"{res['sweep_s']:.3f} s per sweep, peak {res['peak_rss_sum_mb'] / 1024:.2f} GB"
 
 
+def _env(r: dict) -> str:
+    return r["spec"].get("thread_env", "pinned")
+
+
+def _label(sp: dict) -> str:
+    env = sp.get("thread_env", "pinned")
+    return LABELS[sp["arm"]] + ("" if env == "pinned" else f", thread variables: {env}")
+
+
 def _ok(r) -> bool:
     return bool(r) and r.get("status") == "ok"
 
@@ -182,32 +197,40 @@ def render(saved: dict) -> str:
         "memory of the child's process tree (data, model, sampler, trace).",
     ]
     arms = {r["spec"]["arm"] for r in saved["results"]}
+    envs = list(dict.fromkeys(_env(r) for r in saved["results"]))
     if arms & {"pmt-1", "pmt-2"}:
         lines.append("* pmt arms: GrowPrune and sigma^2 by its conjugate draw, the BART variable not stored in the "
                      "trace (`var_names=['sigma2']`; docs/scale.md).")
     if arms & set(README_ARMS):
         lines.append("* README arms: `sigma ~ HalfNormal(y.std())`, `pm.Normal` likelihood, the tree step given with "
                      "`threads=` 1 or 2, sigma assigned by `pm.sample`, the default trace (the BART value stored); "
-                     "the process's thread pools (numba, BLAS, OpenMP) at the arm's thread count.")
+                     "the process's thread pools (numba, BLAS, OpenMP) at the arm's thread count"
+                     + (" unless its thread variables say otherwise (below)." if envs != ["pinned"] else "."))
+    if envs != ["pinned"]:
+        lines.append("* Thread variables (`--thread-env`, `benchmarks.harness.THREAD_ENVS`): `pinned` numba's, "
+                     "OpenMP's and BLAS's at the arm's count; `none` none set; `numba-omp` NUMBA_NUM_THREADS and "
+                     "OMP_NUM_THREADS at the count, BLAS's unset; `others-1` OpenMP's and BLAS's at 1, numba's unset.")
     lines.append("")
-    by = {(r["spec"]["n"], r["spec"]["arm"]): r for r in saved["results"]}
+    by = {(r["spec"]["n"], r["spec"]["arm"], _env(r)): r for r in saved["results"]}
     rows = []
     for r in saved["results"]:
         sp = r["spec"]
         if not _ok(r):
-            rows.append([f"{sp['n']:.0e}", LABELS[sp["arm"]], _status(r), "", "",
+            rows.append([f"{sp['n']:.0e}", _label(sp), _status(r), "", "",
                          fmt(r.get("peak_rss_sum_mb", 0) / 1024)])
             continue
-        ref = by.get((sp["n"], "stochtree-" + sp["arm"][-1])) if sp["arm"].startswith(("pmt", "readme")) else None
+        ref = (by.get((sp["n"], "stochtree-" + sp["arm"][-1], _env(r))) if sp["arm"].startswith(("pmt", "readme"))
+               else None)
         ratio = fmt(r["sweep_s"] / ref["sweep_s"]) if _ok(ref) else ""
-        rows.append([f"{sp['n']:.0e}", LABELS[sp["arm"]], fmt(r["sweep_s"]), ratio, fmt(r["wall_s"]),
+        rows.append([f"{sp['n']:.0e}", _label(sp), fmt(r["sweep_s"]), ratio, fmt(r["wall_s"]),
                      fmt(r["peak_rss_sum_mb"] / 1024)])
     lines += [md_table(["n", "arm", "s per sweep", "x stochtree (same threads)", "wall s", "peak GB"], rows), ""]
-    lines += ["## Targets (issue 45)" if arms & set(README_ARMS) else "## Targets (issues 17 and 27)", ""]
+    lines += [("## Targets (issues 45 and 60)" if envs != ["pinned"] else "## Targets (issue 45)")
+              if arms & set(README_ARMS) else "## Targets (issues 17 and 27)", ""]
     targets = []
     for n in st["sizes"]:
         for arm, t in (("pmt", 1), ("pmt", 2), ("readme", 1)):
-            ours, ref = by.get((n, f"{arm}-{t}")), by.get((n, f"stochtree-{t}"))
+            ours, ref = by.get((n, f"{arm}-{t}", "pinned")), by.get((n, f"stochtree-{t}", "pinned"))
             what = "the README's model" if arm == "readme" else f"{t} thread(s)"
             if n >= RATIO_FROM and _ok(ours):
                 if _ok(ref):
@@ -217,48 +240,65 @@ def render(saved: dict) -> str:
                 elif ref:
                     targets.append([f"n = {n:.0e}, {what}: per sweep <= {RATIO_TARGET}x stochtree",
                                     f"stochtree: {_status(ref)}", "stochtree did not run"])
-        one, two = by.get((n, "pmt-1")), by.get((n, "pmt-2"))
-        for a, b, what in [("pmt-1", "pmt-2", "")] + [(f"readme-{s}-1", f"readme-{s}-2", f", README model, {step}")
-                                                      for s, step in README_STEPS.items()]:
-            r1, r2 = by.get((n, a)), by.get((n, b))
-            if n >= SPEEDUP_FROM and _ok(r1) and _ok(r2):
+        one, two = by.get((n, "pmt-1", "pinned")), by.get((n, "pmt-2", "pinned"))
+        for env in envs:
+            where = "" if env == "pinned" else f", thread variables: {env}"
+            for a, b, what in [("pmt-1", "pmt-2", "")] + [(f"readme-{s}-1", f"readme-{s}-2",
+                                                           f", README model, {step}")
+                                                          for s, step in README_STEPS.items()]:
+                r1, r2 = by.get((n, a, env)), by.get((n, b, env))
+                if not (_ok(r1) and _ok(r2)):
+                    continue
                 s = r1["sweep_s"] / r2["sweep_s"]
-                targets.append([f"n = {n:.0e}{what}: 2 threads >= {SPEEDUP_TARGET}x faster than 1", fmt(s),
-                                "✅ met" if s >= SPEEDUP_TARGET else "❌ not met"])
+                if n >= SPEEDUP_FROM:
+                    targets.append([f"n = {n:.0e}{what}{where}: 2 threads >= {SPEEDUP_TARGET}x faster than 1",
+                                    fmt(s), "✅ met" if s >= SPEEDUP_TARGET else "❌ not met"])
+                elif envs != ["pinned"]:  # issue 60: a second thread never costs, at any n
+                    targets.append([f"n = {n:.0e}{what}{where}: 2 threads not slower than 1", fmt(s),
+                                    "✅ met" if s >= 1.0 else "❌ not met"])
         if n == MEM_AT and (one or two):
             peak = max((r.get("peak_rss_sum_mb", 0) for r in (one, two) if r), default=0) / 1024
             fits = all(_ok(r) for r in (one, two) if r) and peak <= MEM_TARGET_GB
             targets.append([f"n = {n:.0e}, one chain: fits in {MEM_TARGET_GB:.0f} GB", f"{peak:.2f} GB",
                             "✅ met" if fits else "❌ not met"])
     lines += [md_table(["target", "measured", "verdict"], targets) if targets else "(no target measured)", ""]
-    return "\n".join(lines + harness.report_footer(saved, lambda sp: f"n = {sp['n']:.0e} {sp['arm']}"))
+    return "\n".join(lines + harness.report_footer(saved, lambda sp: f"n = {sp['n']:.0e} {sp['arm']}"
+                                                       + (f" {sp['thread_env']}" if "thread_env" in sp else "")))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = harness.report_parser(MODULE, __doc__, quick_help="smoke run: n = 1e4 and 1e5, 5 + 10 sweeps")
     p.add_argument("--sizes", default=None, help="comma list of n (default 1e4,1e5,1e6,1e7)")
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma list from {ARMS}")
+    p.add_argument("--thread-env", default="pinned",
+                   help=f"comma list of the thread variables each arm runs under, from {list(harness.THREAD_ENVS)}")
     args = harness.parse_report_args(p, argv, "scale-benchmark", timeout_min=60.0)
     if not harness.measuring(args):
         return args
     sizes = args.sizes or ("1e4,1e5" if args.quick else ",".join(map(str, SIZES)))
     args.sizes = [int(float(s)) for s in sizes.split(",")]
     args.arms = harness.choice_list(args.arms, ARMS, p, "arm(s)")
+    args.thread_env = harness.choice_list(args.thread_env, list(harness.THREAD_ENVS), p, "thread setting(s)")
     return args
 
 
 def plan(args: argparse.Namespace) -> tuple[dict, list[tuple[str, dict]]]:
-    settings = {"quick": args.quick, "sizes": args.sizes, "arms": args.arms}
+    envs = getattr(args, "thread_env", ["pinned"])
+    settings = {"quick": args.quick, "sizes": args.sizes, "arms": args.arms, "thread_env": envs}
     runs = []
     for n in args.sizes:
-        for arm in args.arms:
-            tune, draws = sweeps_for(n, args.quick, arm)
-            if arm == "pymc-bart" and n > PYMC_BART_MAX_N:
-                continue
-            runs.append((f"n={n:.0e} {arm}", {"n": n, "arm": arm, "threads": int(arm[-1]) if arm[-1].isdigit() else 1,
-                                              "tune": tune, "draws": draws, "mem_limit_mb": MEM_LIMIT_MB,
-                                              # the thread pools of numba, OpenMP, BLAS may use this many
-                                              "env_threads": int(arm[-1]) if arm[-1].isdigit() else 1}))
+        for env in envs:
+            for arm in args.arms:
+                tune, draws = sweeps_for(n, args.quick, arm)
+                if arm == "pymc-bart" and n > PYMC_BART_MAX_N:
+                    continue
+                threads = int(arm[-1]) if arm[-1].isdigit() else 1
+                # the thread pools of numba, OpenMP, BLAS may use this many (under env's variables)
+                spec = {"n": n, "arm": arm, "threads": threads, "tune": tune, "draws": draws,
+                        "mem_limit_mb": MEM_LIMIT_MB, "env_threads": threads}
+                if env != "pinned":
+                    spec["thread_env"] = env
+                runs.append((f"n={n:.0e} {arm}" + ("" if env == "pinned" else f" {env}"), spec))
     return settings, runs
 
 

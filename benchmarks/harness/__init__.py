@@ -66,6 +66,7 @@ from .report import (
     source_line,
 )
 from .run import (
+    THREAD_ENVS,
     THREAD_VARS,
     add_cases_option,
     add_harness_args,
@@ -106,6 +107,7 @@ __all__ = [
     "RESULTS_DIR",
     "ROOT",
     "SOURCE_PATHSPEC",
+    "THREAD_ENVS",
     "THREAD_VARS",
     "add_cases_option",
     "add_harness_args",

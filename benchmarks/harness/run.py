@@ -28,12 +28,42 @@ THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "
 POLL_S = 0.25
 
 
-def child_env(src: Path | None = None, shim: Path | None = None, threads: int = 1) -> dict[str, str]:
-    """Environment of a child: threads pinned (to 1 unless a run measures threads), numba cache per
-    source, PYTHONPATH for ``src``."""
+THREAD_ENVS = ("pinned", "none", "numba-omp", "others-1")
+"""The thread variables a child may run under (a run that measures what they do to threads): ``pinned``, every
+variable of :data:`THREAD_VARS` at the run's count; ``none``, none set (each library's own default: the cores);
+``numba-omp``, ``NUMBA_NUM_THREADS`` and ``OMP_NUM_THREADS`` at the count and BLAS's left unset; ``others-1``,
+what a user who pins the other libraries does, ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and
+``MKL_NUM_THREADS`` at 1 and numba's unset."""
+
+
+def thread_vars(threads: int, setting: str = "pinned") -> dict[str, str | None]:
+    """The value of each of :data:`THREAD_VARS` under ``setting`` (:data:`THREAD_ENVS`); None: unset.
+
+    >>> thread_vars(2, "numba-omp")["OPENBLAS_NUM_THREADS"] is None
+    True
+    """
+    if setting not in THREAD_ENVS:
+        raise ValueError(f"thread setting must be one of {THREAD_ENVS}, not {setting!r}")
+    if setting == "pinned":
+        return dict.fromkeys(THREAD_VARS, str(threads))
+    if setting == "none":
+        return dict.fromkeys(THREAD_VARS)
+    if setting == "numba-omp":
+        return {var: str(threads) if var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS") else None for var in THREAD_VARS}
+    return {var: None if var == "NUMBA_NUM_THREADS" else "1" for var in THREAD_VARS}
+
+
+def child_env(src: Path | None = None, shim: Path | None = None, threads: int = 1,
+              thread_setting: str = "pinned") -> dict[str, str]:
+    """Environment of a child: threads pinned (to 1 unless a run measures threads; ``thread_setting``, one of
+    :data:`THREAD_ENVS`, for a run that measures what the variables do), numba cache per source, PYTHONPATH for
+    ``src``."""
     env = dict(os.environ)
-    for var in THREAD_VARS:
-        env[var] = str(threads)
+    for var, value in thread_vars(threads, thread_setting).items():
+        if value is None:
+            env.pop(var, None)
+        else:
+            env[var] = value
     # numba's cache=True notices edits to a function's own file only, not to the kernels it calls
     # from other files: a cache directory per source hash never serves stale machine code (and
     # keeps two checkouts apart)
@@ -179,7 +209,8 @@ def run_worker(module: str, spec: dict, log_path: Path, timeout_s: float, src: P
             (shim / "benchmarks").symlink_to(paths.ROOT / "benchmarks")
             cmd.append("-P")
         cmd += ["-m", module, "--worker", json.dumps(dict(spec, out_json=str(out_json)))]
-        mon = monitor_child(cmd, log_path, timeout_s, env=child_env(src, shim, spec.get("env_threads", 1)),
+        mon = monitor_child(cmd, log_path, timeout_s, env=child_env(src, shim, spec.get("env_threads", 1),
+                                                                 spec.get("thread_env", "pinned")),
                             cwd=paths.ROOT, mem_limit_mb=spec.get("mem_limit_mb"))
         if out_json.exists():
             res = json.loads(out_json.read_text())
