@@ -337,7 +337,12 @@ def child_rows(n, threads, cfg):
     (``ranges_suff``, a tree's leaf update), the tree's fit added to the residual (``add_ranges``) and one
     leaf's split sums (``split_suff``, a grow's score). Median seconds per call. Set against the whole sweep's
     speed-up, it says whether the row passes themselves (the memory system, the blocks' share per thread) or
-    what runs between them limits a sweep on many threads."""
+    what runs between them limits a sweep on many threads. ``add_ranges_forest``: the same add for each of
+    ``m`` trees (at most 2e8 / n) in turn, each with rows of its own (seconds per tree): as a sweep reads
+    them, from memory rather than from the caches that hold one tree's rows between repeats.
+
+    On this package's own 2-core machine without a GPU (issue 60), ``python benchmarks/gpu.py --child
+    '["rows", 1000000, 1]'`` and ``2``, each under ``NUMBA_NUM_THREADS`` at its count, print one cell."""
     _namespace_package()
 
     from pymc_treesamplers.engine.rows import add_ranges, numba_threads, ranges_suff, split_suff
@@ -354,10 +359,21 @@ def child_rows(n, threads, cfg):
     out = np.empty((3, 2))
     fit = np.zeros(n)
     reps = 5 if n >= cfg["big_n"] else 20
+    trees = []  # each tree its own leaves (random thirds, each in increasing order), as a sweep's trees have
+    for _ in range(max(1, min(cfg["m"], int(2e8) // n))):
+        lab = rng.integers(0, 3, n)
+        e = np.cumsum(np.bincount(lab, minlength=3))
+        trees.append((np.argsort(lab, kind="stable").astype(np.int32), e - np.bincount(lab, minlength=3), e))
+
+    def add_forest():
+        for perm, s, e in trees:
+            add_ranges(fit, perm, s, e, vals, n, threads)
+
     res = {}
     with numba_threads(threads):
         for name, call in (("ranges_suff", lambda: ranges_suff(r, w, pj, starts, ends, n, threads, out)),
                            ("add_ranges", lambda: add_ranges(fit, pj, starts, ends, vals, n, threads)),
+                           ("add_ranges_forest", add_forest),
                            ("split_suff", lambda: split_suff(r, w, pj, starts[0], ends[0], code, 127, threads))):
             call()  # compiles
             ts = []
@@ -365,8 +381,8 @@ def child_rows(n, threads, cfg):
                 t = time.perf_counter()
                 call()
                 ts.append(time.perf_counter() - t)
-            res[name] = float(np.median(ts))
-    return {"n": n, "threads": threads, "s_per_call": res, "threading_layer": _threading_layer()}
+            res[name] = float(np.median(ts)) / (len(trees) if name == "add_ranges_forest" else 1)
+    return {"n": n, "threads": threads, "s_per_call": res, "trees": len(trees), "threading_layer": _threading_layer()}
 
 
 def child_stochtree(n, threads, cfg):
@@ -569,9 +585,12 @@ def _markdown(res):
     rows = [r for r in res.get("rows", []) if "error" not in r]
     if rows:
         names = ("ranges_suff", "add_ranges", "split_suff")
-        lines += ["", "The sweep's row passes alone (a tree of 3 leaves of random thirds of the rows), median s per "
-                  "call, and the speed-up over 1 thread:", "",
-                  "| n | threads | " + " | ".join(names) + " | speed-ups |", "|---|---|---|---|---|---|"]
+        if all("add_ranges_forest" in r["s_per_call"] for r in rows):  # runs since issue 60: a tree each in turn
+            names = (*names, "add_ranges_forest")
+        lines += ["", "The sweep's row passes alone (a tree of 3 leaves of random thirds of the rows; "
+                  "add_ranges_forest: per tree, each of many trees in turn), median s per call, and the speed-up "
+                  "over 1 thread:", "",
+                  "| n | threads | " + " | ".join(names) + " | speed-ups |", "|---" * (len(names) + 3) + "|"]
         for r in sorted(rows, key=lambda q: (q["n"], q["threads"])):
             one = next((q["s_per_call"] for q in rows if q["n"] == r["n"] and q["threads"] == 1), None)
             sp = " / ".join(f"{one[k] / r['s_per_call'][k]:.2f}" for k in names) if one else "n/a"

@@ -46,6 +46,7 @@ REPORTS = [
     "smctree-benchmark-quick",
     "speed",
     "threads",
+    "threads-env",
     "twigs",
     "twigs-replicate",
     "variance",
