@@ -1,7 +1,7 @@
 """Compile the kernels a fit uses ahead of the first fit: ``python -m pymc_treesamplers.compile``.
 
     python -m pymc_treesamplers.compile [--jobs N] [--samplers cgm,growprune,reshape,pg,ct]
-        [--families normal,bernoulli,poisson] [--force]
+        [--families normal,bernoulli,poisson] [--threads K] [--force]
 
 A first ``pm.sample`` with a BART variable compiles about a hundred numba kernels (tens of seconds; the cold-start
 report, docs/reports/coldstart.md). This command does that work once, where it is cheap to wait: after
@@ -18,8 +18,15 @@ the CPU), so a second run on the same machine compiles nothing and says so; ``--
 version or an edited source is a new cache folder, where nothing is compiled yet. An image built on one machine and
 run on another CPU recompiles at its first fit unless built with ``NUMBA_CPU_NAME=generic`` (numba's portable code).
 
+A step on one thread (the default) runs kernels compiled without their parallel loops, and a step given ``threads=K``
+with K > 1 runs another compile of them, with the loops (one for every K). ``--threads K`` runs the tasks with
+``threads=K`` instead, for a set-up whose steps run on several threads; each such task has a name and a note of its own
+(``cgm-normal-threads``).
+
 >>> [t.name for t in tasks(["cgm"], ["normal", "poisson"])]
 ['cgm-normal', 'cgm-poisson']
+>>> [t.name for t in tasks(["cgm"], ["normal"], threads=2)]
+['cgm-normal-threads']
 """
 
 from __future__ import annotations
@@ -46,14 +53,15 @@ class Task(NamedTuple):
 
     sampler: str
     family: str
+    threads: int = 1
 
     @property
     def name(self) -> str:
-        return f"{self.sampler}-{self.family}"
+        return f"{self.sampler}-{self.family}" + ("-threads" if self.threads > 1 else "")
 
 
-def tasks(samplers=tuple(SAMPLERS), families=FAMILIES) -> list[Task]:
-    """Every chosen sampler under every chosen family, checked by name.
+def tasks(samplers=tuple(SAMPLERS), families=FAMILIES, threads: int = 1) -> list[Task]:
+    """Every chosen sampler under every chosen family, on ``threads`` threads, checked by name.
 
     >>> tasks(["cgm"], ["gamma"])
     Traceback (most recent call last):
@@ -64,7 +72,7 @@ def tasks(samplers=tuple(SAMPLERS), families=FAMILIES) -> list[Task]:
         bad = [c for c in chosen if c not in known]
         if bad:
             raise ValueError(f"{what}: unknown {', '.join(map(repr, bad))}; choose from {', '.join(known)}")
-    return [Task(s, f) for s in samplers for f in families]
+    return [Task(s, f, threads) for s in samplers for f in families]
 
 
 def _notes() -> Path:
@@ -133,9 +141,9 @@ def fit(task: Task) -> None:
             else:
                 pm.Poisson("y", pm.math.exp(mu), observed=rng.poisson(np.exp(eta)))
             step_class = getattr(pmt, SAMPLERS[task.sampler])
-            steps = [step_class([mu])]
+            steps = [step_class([mu], threads=task.threads)]
             if task.sampler == WARM_START and task.family == "normal":
-                steps.append(step_class([mu], warm_start=1))
+                steps.append(step_class([mu], warm_start=1, threads=task.threads))
             for step in steps:
                 idata = pm.sample(tune=TUNE, draws=DRAWS, chains=1, cores=1, step=[step], random_seed=0,
                                   progressbar=False, compute_convergence_checks=False)
@@ -200,12 +208,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=default_jobs(), help="processes at once (default: the cores, at most 8)")
     p.add_argument("--samplers", default=",".join(SAMPLERS), help=f"comma list from {', '.join(SAMPLERS)}")
     p.add_argument("--families", default=",".join(FAMILIES), help=f"comma list from {', '.join(FAMILIES)}")
+    p.add_argument("--threads", type=int, default=1,
+                   help="the steps' threads= (default 1; any K > 1 compiles the kernels of every K > 1)")
     p.add_argument("--force", action="store_true", help="run every task again")
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs must be at least 1, not {args.jobs}")
+    from .engine import check_threads
+
     try:
-        chosen = tasks([s for s in args.samplers.split(",") if s], [f for f in args.families.split(",") if f])
+        check_threads(args.threads)
+        chosen = tasks([s for s in args.samplers.split(",") if s], [f for f in args.families.split(",") if f],
+                       args.threads)
     except ValueError as err:
         p.error(str(err))
     compile_all(chosen, args.jobs, args.force)

@@ -48,7 +48,7 @@ class LazyGaussian(NamedTuple):
 
 @numba.njit(cache=True, nogil=True)
 def _pseudo(lik, j, tree):
-    return Pseudo(lik.r, lik.w, 1)
+    return Pseudo(lik.r, lik.w, None)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -20,7 +20,8 @@ def test_tasks_are_every_sampler_under_every_family():
 
 
 @pytest.mark.parametrize("argv, message", [(["--jobs", "0"], "--jobs must be at least 1"),
-                                            (["--families", "gamma"], "families: unknown 'gamma'")])
+                                            (["--families", "gamma"], "families: unknown 'gamma'"),
+                                            (["--threads", "0"], "threads must be between 1 and")])
 def test_the_command_line_is_checked(argv, message):
     out = subprocess.run([sys.executable, "-m", "pymc_treesamplers.compile", *argv], capture_output=True, text=True)
     assert out.returncode == 2 and message in out.stderr

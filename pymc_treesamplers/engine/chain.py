@@ -41,7 +41,7 @@ from .forest import Forest, forest_sum, forest_summary, init_roots
 from .nodes import COEF, N_FLOAT_FIELDS, VALUE
 from .pool import start as start_pool
 from .records import BasisPseudo, Pseudo, SplitData, TreePrior, basis_pseudo, split_data
-from .rows import numba_threads
+from .rows import kernel_threads, numba_threads
 from .updates.gfr import new_gfr_scratch
 
 
@@ -98,6 +98,14 @@ class Workspace:
             bound = self.kernels[dispatcher.__name__] = Bound(dispatcher)
         return bound
 
+
+
+def _kernel_record(lik):
+    """``lik`` as the sweep's kernels take it: a record's thread count of 1 as None
+    (:func:`~pymc_treesamplers.engine.rows.kernel_threads`), so a one-thread sweep compiles no parallel loop
+    whichever way its record was made."""
+    threads = getattr(lik, "threads", None)
+    return lik._replace(threads=None) if threads is not None and kernel_threads(threads) is None else lik
 
 class Chain:
     """The state of one chain of ``m`` trees on coded data: its split data, tree prior and forest.
@@ -186,7 +194,7 @@ class Chain:
         updated in place), by the sampler's update or, ``warm``, by grow-from-root. ``changed[j]``: whether
         tree ``j`` changed. Returns -1, or the tree whose update failed."""
         ws = self.workspace
-        lik = self._with_basis(lik)
+        lik = self._with_basis(_kernel_record(lik))
         # a record on the log-link route integrates its leaves by Laplace: the kernels must as well
         prior = self.prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0))
         self.unswept = False
@@ -197,7 +205,7 @@ class Chain:
         """Whether this chain's sweep under ``lik`` is compiled (in memory or numba's on-disk cache)."""
         ws = self.workspace
         return ws.kernel(sweep).cached(np.random.default_rng(0), 0, 0, False, self.data, self.prior,
-                                       self.forest.arrays(), self._with_basis(lik), ws.tree,
+                                       self.forest.arrays(), self._with_basis(_kernel_record(lik)), ws.tree,
                                        ws.scratch(self.data.codes, warm), self.changed)
 
     def _with_basis(self, lik):
@@ -222,7 +230,7 @@ class Chain:
             self.workspace.kernel(forest_basis_sum)(self.forest.arrays(), self.basis, out)
             return
         with numba_threads(threads):
-            self.workspace.kernel(forest_sum)(self.forest.arrays(), out, threads)
+            self.workspace.kernel(forest_sum)(self.forest.arrays(), out, kernel_threads(threads))
 
     def coefficients(self, out: np.ndarray) -> None:
         """A basis chain's coefficients at the training rows into ``out`` (d, n): the sum over the trees of each

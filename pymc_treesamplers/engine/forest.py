@@ -98,7 +98,7 @@ def init_roots(forest, data, value):
 
 
 @numba.njit(cache=True, nogil=True)
-def forest_sum(forest, out, threads=1):
+def forest_sum(forest, out, threads=None):
     """Sum of all trees at the training rows, trees added in order 0..m-1 for every row (each tree's
     rows in parallel blocks with ``threads > 1`` on long data: the order per row stays the same).
 

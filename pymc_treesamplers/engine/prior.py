@@ -61,7 +61,7 @@ def var_has_valid_cut(code_v, perm, s, e):
 
 
 @numba.njit(cache=True, nogil=True)
-def code_range(code_v, perm, s, e, threads=1):
+def code_range(code_v, perm, s, e, threads=None):
     """Smallest and largest code of one variable over the rows ``perm[s:e]`` (by blocks on a long range)."""
     if e - s >= PAR_MIN:
         return code_range_blocks(code_v, perm, s, e, threads)

@@ -27,18 +27,20 @@ import numba
 import numpy as np
 
 from .nodes import N_FLOAT_FIELDS, N_INT_FIELDS, NODE_INT, ROW_INT
+from .rows import kernel_threads
 
 
 class SplitData(NamedTuple):
     """Split covariates: ``codes`` (p, n) uint16, weights ``wsplit`` (p,) and their logs ``logw``;
-    ``threads`` for the passes over long row ranges (:mod:`pymc_treesamplers.engine.rows`); each
+    ``threads`` for the passes over long row ranges (:mod:`pymc_treesamplers.engine.rows`; None: one thread, as
+    :func:`split_data` stores it, so the kernels compiled for it leave out the parallel loops); each
     variable's smallest and largest code over all rows, ``code_min`` and ``code_max`` (p,): a root's code
     ranges, read instead of passing over every row (:func:`split_data` sets them)."""
 
     codes: np.ndarray
     wsplit: np.ndarray
     logw: np.ndarray
-    threads: int
+    threads: int | None
     code_min: np.ndarray
     code_max: np.ndarray
 
@@ -64,12 +66,13 @@ class Pseudo(NamedTuple):
 
     ``w``: one weight per row, or a single weight for every row (length 1; a Normal likelihood with one sigma),
     whose passes over the rows then read no weights (:func:`~pymc_treesamplers.engine.rows.row_weight`).
-    ``threads``: how many threads the passes over long row ranges may use (:mod:`pymc_treesamplers.engine.rows`).
+    ``threads``: how many threads the passes over long row ranges may use (:mod:`pymc_treesamplers.engine.rows`);
+    a chain's sweep hands the kernels None for one thread (:func:`~pymc_treesamplers.engine.rows.kernel_threads`).
     """
 
     r: np.ndarray
     w: np.ndarray
-    threads: int
+    threads: int | None
 
 
 class BasisPseudo(NamedTuple):
@@ -96,7 +99,7 @@ class BasisPseudo(NamedTuple):
     basis: np.ndarray
     mu0: np.ndarray
     s2: np.ndarray
-    threads: int
+    threads: int | None
     chol: np.ndarray
     vec: np.ndarray
     stats: np.ndarray
@@ -124,7 +127,7 @@ def basis_pseudo(r, weight, basis, mu0, s2, threads: int = 1, by_split: bool = F
     mu0 = np.ascontiguousarray(np.broadcast_to(np.asarray(mu0, dtype=np.float64), (d,)))
     s2 = np.ascontiguousarray(np.broadcast_to(np.asarray(s2, dtype=np.float64), (d,)))
     log_spike = math.log1p(-slab) if slab < 1.0 else -math.inf
-    return BasisPseudo(r, np.ascontiguousarray(weight, dtype=np.float64), basis, mu0, s2, int(threads),
+    return BasisPseudo(r, np.ascontiguousarray(weight, dtype=np.float64), basis, mu0, s2, kernel_threads(threads),
                        np.zeros((d, d)), np.zeros(d), np.zeros((4, d + d * d)), bool(by_split), math.log(slab),
                        log_spike)
 
@@ -192,4 +195,4 @@ def split_data(codes: np.ndarray, wsplit: np.ndarray, threads: int = 1) -> Split
         lo, hi = codes.min(axis=1).astype(np.int64), codes.max(axis=1).astype(np.int64)
     else:
         lo = hi = np.zeros(codes.shape[0], dtype=np.int64)
-    return SplitData(codes, wsplit, logw, int(threads), lo, hi)
+    return SplitData(codes, wsplit, logw, kernel_threads(threads), lo, hi)

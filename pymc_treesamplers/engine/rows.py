@@ -26,7 +26,10 @@ thread count:
 ``threads > 1`` runs the blocks of ranges of at least :data:`PAR_MIN` rows on numba's thread pool
 (``prange``; the count is numba's ``set_num_threads``, which the steps set around each sweep);
 ``threads == 1`` never enters the pool, so a default sampler launches no parallel region and a
-process that forks later (PyMC's ``cores > 1``) is not affected.
+process that forks later (PyMC's ``cores > 1``) is not affected. ``threads=None`` is one thread as the
+engine's records carry it (:func:`kernel_threads`): numba drops a branch on ``threads is not None`` when the
+argument is None, so a kernel compiled for one thread does not compile the parallel loops at all (a cold
+compile's work for every ``prange`` variant, issue 60).
 
 >>> import numpy as np
 >>> r, w = np.arange(5.0), np.ones(5)
@@ -108,7 +111,7 @@ def range_suff(r, w, perm, s, e, threads):
         return _block_suff(r, w, perm, s, e)
     nb = (e - s + BLOCK - 1) // BLOCK
     parts = np.empty((nb, 2))
-    if threads > 1:
+    if threads is not None and threads > 1:
         _suff_par(r, w, perm, s, e, parts)
     else:
         for c in range(nb):
@@ -172,7 +175,7 @@ def split_suff(r, w, perm, s, e, code_v, c, threads):
     nb = (e - s + BLOCK - 1) // BLOCK
     counts = np.empty(nb, dtype=np.int64)
     parts = np.empty((nb, 4))
-    if threads > 1:
+    if threads is not None and threads > 1:
         _split_suff_par(r, w, perm, s, e, code_v, c, counts, parts)
     else:
         for k in range(nb):
@@ -271,7 +274,7 @@ def split2_suff(r, w, perm, s, e, code0, c0, code_l, c_l, code_r, c_r, threads):
     parts = np.empty((nb, 8))
     if nb == 1:
         _block_split2_suff(r, w, perm, s, e, code0, c0, code_l, c_l, code_r, c_r, counts[0], parts[0])
-    elif threads > 1:
+    elif threads is not None and threads > 1:
         _split2_suff_par(r, w, perm, s, e, code0, c0, code_l, c_l, code_r, c_r, counts, parts)
     else:
         for k in range(nb):
@@ -362,7 +365,7 @@ def ranges_suff(r, w, perm, starts, ends, total, threads, out):
         return
     nb = min((total + BLOCK - 1) // BLOCK, SUM_WINDOWS)
     parts = np.empty((nb, L, 2))
-    if threads > 1:
+    if threads is not None and threads > 1:
         _ranges_suff_par(r, w, perm, starts, ends, parts)
     else:
         for c in range(nb):
@@ -394,7 +397,7 @@ def _add_par(out, perm, starts, ends, vals, nb):
 
 
 @numba.njit(cache=True, nogil=True)
-def add_tree(t, out, sign, threads=1):
+def add_tree(t, out, sign, threads=None):
     """``out[i] += sign * value(leaf of i)`` for every row of the tree ``t`` (a :class:`Tree`).
 
     By windows of the rows, not leaf by leaf: window ``c`` of ``nb`` takes the ``c``-th ``nb``-th of every
@@ -427,11 +430,21 @@ def add_ranges(out, perm, starts, ends, vals, total, threads):
     [-1.0, -1.0, -1.0, 5.0]
     """
     nb = (total + BLOCK - 1) // BLOCK
-    if threads > 1 and total >= PAR_MIN:
+    if threads is not None and threads > 1 and total >= PAR_MIN:
         _add_par(out, perm, starts, ends, vals, nb)
     else:
         for c in range(nb):
             _add_window(out, perm, starts, ends, vals, c, nb)
+
+
+def kernel_threads(threads: int | None) -> int | None:
+    """``threads`` as the engine's records hand it to the kernels: None for one thread, so that the kernels
+    compiled for it leave out the parallel loops; else the count.
+
+    >>> kernel_threads(1) is None, kernel_threads(2)
+    (True, 2)
+    """
+    return None if threads is None or threads == 1 else int(threads)
 
 
 def check_threads(threads: int) -> int:
@@ -526,7 +539,7 @@ def partition_blocks(perm, s, e, code_v, c, threads):
     """
     nb = (e - s + BLOCK - 1) // BLOCK
     counts = np.empty(nb, dtype=np.int64)
-    if threads > 1:
+    if threads is not None and threads > 1:
         _count_par(perm, s, e, code_v, c, counts)
     else:
         for k in range(nb):
@@ -541,7 +554,7 @@ def partition_blocks(perm, s, e, code_v, c, threads):
     for k in range(nb):  # right side: after every left row, in block order
         hi[k] = n_left + k * BLOCK - lo[k]
     tmp = np.empty(e - s, dtype=perm.dtype)
-    if threads > 1:
+    if threads is not None and threads > 1:
         _scatter_par(perm, s, e, code_v, c, tmp, lo, hi)
         _copy_par(tmp, perm, s)
     else:
@@ -579,7 +592,7 @@ def code_range_blocks(code_v, perm, s, e, threads):
     """Smallest and largest code over ``perm[s:e]`` by blocks (in parallel with ``threads > 1``)."""
     nb = (e - s + BLOCK - 1) // BLOCK
     parts = np.empty((nb, 2), dtype=np.int64)
-    if threads > 1:
+    if threads is not None and threads > 1:
         _range_par(code_v, perm, s, e, parts)
     else:
         for k in range(nb):
@@ -652,7 +665,7 @@ def _merge_par(perm, s, mid, e, at, tmp):
 
 
 @numba.njit(cache=True, nogil=True)
-def merge_rows(perm, s, mid, e, threads=1):
+def merge_rows(perm, s, mid, e, threads=None):
     """Merge the runs ``perm[s:mid]`` and ``perm[mid:e]`` by row index, in place (a node's collapse).
 
     Stable splits keep a node's rows in increasing order when they were; merging on a collapse puts
@@ -667,7 +680,7 @@ def merge_rows(perm, s, mid, e, threads=1):
         _merge_into(perm, s, mid, mid, e, tmp, 0, e - s)
     else:
         at = _merge_splits(perm, s, mid, e)
-        if threads > 1:
+        if threads is not None and threads > 1:
             _merge_par(perm, s, mid, e, at, tmp)
             _copy_par(tmp, perm, s)
             return

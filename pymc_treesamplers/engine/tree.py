@@ -77,7 +77,7 @@ ALL_CODES = np.int64(1 << 16)
 
 
 @numba.njit(cache=True, nogil=True)
-def partition_rows(perm, s, e, code_v, c, threads=1):
+def partition_rows(perm, s, e, code_v, c, threads=None):
     """Reorder ``perm[s:e]`` so rows with ``code_v <= c`` come first; return how many do.
 
     A long range (``rows.PAR_MIN`` rows or more) takes the stable partition by blocks of
@@ -172,7 +172,7 @@ def _move_node(ti, tf, src, dst):
 
 
 @numba.njit(cache=True, nogil=True)
-def collapse(t, k, threads=1):
+def collapse(t, k, threads=None):
     """Turn internal node ``k`` whose children are leaves into a leaf, freeing both slots.
 
     The last nodes are moved into the freed slots so the tree stays compact. A long node's rows are
@@ -225,7 +225,7 @@ def grow_from_prior(rng, t, data, prior, b, scratch_p, split_first=False):
 
 
 @numba.njit(cache=True, nogil=True)
-def collapse_subtree(t, k, threads=1):
+def collapse_subtree(t, k, threads=None):
     """Turn internal node ``k`` into a leaf, removing every node below it; returns ``k``'s slot afterwards.
 
     The deepest splits go first, so each step is a :func:`collapse` of two leaves (a long node's rows merged back

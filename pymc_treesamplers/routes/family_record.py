@@ -222,7 +222,7 @@ def family_pseudo(lik, j, tree):
     """Tree ``j``'s working pseudo-data (module docstring); saves its fit in ``lik.g`` and its ``A``."""
     if lik.leaf_exp != 0.0:
         loglink_pseudo(lik, tree)
-        return Pseudo(lik.r, lik.w, 1)
+        return Pseudo(lik.r, lik.w, None)
     # expand at the fit without tree j plus the constant that fits best there (a function of the other
     # trees only, so every kernel stays reversible under the working model)
     kept = lik.e.shape[0] > 0
@@ -240,7 +240,7 @@ def family_pseudo(lik, j, tree):
             if ti[k, LEFT] < 0:
                 total += _leaf_part(lik, tree.perm, ti[k, START], ti[k, END], tree.floats[k, VALUE], None)[0]
     lik.acc[0] = total
-    return Pseudo(lik.r, lik.w, 1)
+    return Pseudo(lik.r, lik.w, None)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -152,7 +152,7 @@ def _pseudo(lik, j, tree):
     lik.g[:] = 0.0
     add_tree(tree, lik.g, 1.0)
     _expand(lik)
-    return Pseudo(lik.r, lik.w, 1)
+    return Pseudo(lik.r, lik.w, None)
 
 
 @numba.njit(cache=True)
