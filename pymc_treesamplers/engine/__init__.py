@@ -7,7 +7,8 @@ submodules are the engine's own, and the tests', which test the pieces:
 
 * **the ways in**: :class:`Chain` (a backfitting chain of ``m`` trees: the steps, ``GFRRegressor``) and
   :class:`Islands` (the single-tree SMC estimators' independent particle filters);
-* **the samplers**: each update's scratch record and its options (``new_mh_scratch``, ``new_pg_scratch`` with
+* **the samplers**: each update's scratch record and its options (``new_mh_scratch``, ``new_monotone_scratch``,
+  ``new_pg_scratch`` with
   :class:`SMCOptions`, ``new_ct_scratch``, ``new_reshape_scratch``);
 * **the records** a step or a likelihood route hands a chain (:class:`Pseudo`, :class:`BasisPseudo`) and those it
   reads (:class:`SplitData`, :class:`TreePrior`);
@@ -67,6 +68,7 @@ from .tree import add_tree, draw_leaves
 from .updates.ct import new_ct_scratch
 from .updates.islands import Islands
 from .updates.mh import new_mh_scratch
+from .updates.monotone import new_monotone_scratch
 from .updates.pg import new_pg_scratch
 from .updates.reshape import KIND_NAMES, new_reshape_scratch
 
@@ -74,7 +76,8 @@ __all__ = [
     # the ways in
     "Chain", "Islands",
     # the samplers' scratch records and options
-    "new_mh_scratch", "new_pg_scratch", "new_ct_scratch", "new_reshape_scratch", "KIND_NAMES", "SMCOptions",
+    "new_mh_scratch", "new_monotone_scratch", "new_pg_scratch", "new_ct_scratch", "new_reshape_scratch",
+    "KIND_NAMES", "SMCOptions",
     "EXPANSION_LAYER", "EXPANSION_NODE", "PROPOSAL_EMPIRICAL", "PROPOSAL_OPTIMAL", "PROPOSAL_PRIOR",
     "RESAMPLE_MULTINOMIAL", "RESAMPLE_SYSTEMATIC",
     # records

@@ -9,7 +9,8 @@ For tree ``j`` (Chipman et al. 2010; stochtree's loop has the same shape):
 3. copy the tree's nodes into a scratch tree with room for any tree on ``n`` rows and run the
    sampler's update there (:func:`tree_update`, chosen by the type of the sampler's scratch
    record), then draw the proposal's leaves from their conditional under the pseudo-data (which
-   takes its fit off the residual); the scratch tree shares the tree's row order, so nothing of
+   takes its fit off the residual; an update that carries its leaves, the monotone one, has drawn
+   them, and only its fit is taken off); the scratch tree shares the tree's row order, so nothing of
    size ``n`` is copied;
 4. ask the likelihood record whether to keep the proposal, structure and leaves
    (:func:`accept_proposal`; the exact Gaussian working model always keeps it, a working model of
@@ -39,6 +40,7 @@ from .tree import copy_nodes, draw_leaves, repartition_subtree
 SWEEP_DONE, SWEEP_GROW, SWEEP_FAILED = range(3)
 
 _UPDATES: dict[type, object] = {}
+_CARRIES_LEAVES: set[type] = set()
 _LIKELIHOODS: dict[type, tuple[object, object]] = {}
 _BASIS_RECORDS: dict[type, object] = {}
 
@@ -59,14 +61,19 @@ def new_scratch_tree(n: int, coefs: int = 0) -> ScratchTree:
     return ScratchTree(ints, floats, np.zeros(1, dtype=NODE_INT), np.empty(2 * n + 1, dtype=NODE_INT))
 
 
-def register_update(scratch_cls):
+def register_update(scratch_cls, carries_leaves: bool = False):
     """Register ``update(rng, j, tree, data, prior, pseudo, sampler) -> int`` for scratch records of
     ``scratch_cls``: it moves ``tree`` in place and returns 1 if it changed the tree (accepted a
     move), 0 if not, a negative code on failure (the step turns it into an error).
+
+    ``carries_leaves``: the update leaves the tree's leaf values drawn (the monotone update, whose leaves do not
+    integrate out one by one); the driver then takes the tree's fit off the residual instead of drawing them.
     """
 
     def decorate(update):
         _UPDATES[scratch_cls] = update
+        if carries_leaves:
+            _CARRIES_LEAVES.add(scratch_cls)
         return update
 
     return decorate
@@ -103,6 +110,11 @@ def basis_record(lik, basis):
 def tree_update(rng, j, tree, data, prior, pseudo, sampler):
     """The update registered for the type of ``sampler`` (compiled dispatch; see :func:`register_update`)."""
     raise NotImplementedError("tree_update only runs inside numba kernels")
+
+
+def carries_leaves(sampler):
+    """Whether the update registered for the type of ``sampler`` draws its tree's leaves (compiled constant)."""
+    raise NotImplementedError("carries_leaves only runs inside numba kernels")
 
 
 def tree_pseudo(lik, j, tree):
@@ -142,6 +154,14 @@ def _tree_update(rng, j, tree, data, prior, pseudo, sampler):
         return update(rng, j, tree, data, prior, pseudo, sampler)
 
     return impl
+
+
+@overload(carries_leaves, inline="always", jit_options=_DISPATCH)
+def _carries_leaves(sampler):
+    _registered(_UPDATES, sampler, "tree update")
+    if sampler.instance_class in _CARRIES_LEAVES:
+        return lambda sampler: True
+    return lambda sampler: False
 
 
 @overload(tree_pseudo, inline="always", jit_options=_DISPATCH)
@@ -221,7 +241,10 @@ def sweep(rng, j0, j1, resume, data, prior, forest, lik, work, sampler, changed)
             if status < 0:
                 return SWEEP_FAILED, j
             changed[j] = status > 0
-            propose_leaves(rng, lik, scratch, prior, pseudo)
+            if carries_leaves(sampler):
+                add_fit(scratch, pseudo, -1.0)
+            else:
+                propose_leaves(rng, lik, scratch, prior, pseudo)
             if not accept_proposal(rng, lik, j, tree, scratch, pseudo):
                 # the proposal reordered the shared rows: re-split them by the old tree's rules,
                 # and put the old tree's fit, not the proposal's, off the residual

@@ -37,7 +37,7 @@ LINK_K = {"logit": 0.75, "probit": 2.0, "count": 2.0, "positive": 3.0, "log": 3.
 
 _BART_PROPS = ("m", "alpha", "beta", "mu0", "sigma_mu", "split_prior", "max_bins", "split_points", "k", "auto_leaf",
                "categorical", "number_categories", "basis_scale", "basis_constant", "coef_mu0", "coef_sd", "leaf_slab",
-               "line_center", "line_inv_scale")
+               "line_center", "line_inv_scale", "monotone")
 
 
 class BARTRV(RandomVariable):
@@ -52,7 +52,7 @@ class BARTRV(RandomVariable):
     def __init__(self, *, m=200, alpha=0.95, beta=2.0, mu0=0.0, sigma_mu=1.0, split_prior=None, max_bins=256,
                  split_points="data", k=2.0, auto_leaf=(False, False, False), categorical=(), number_categories=(),
                  basis_scale=1.0, basis_constant=1.0, coef_mu0=(), coef_sd=(), leaf_slab=0.0, line_center=(),
-                 line_inv_scale=(), **kwargs):
+                 line_inv_scale=(), monotone=(), **kwargs):
         self.m = int(m)
         self.alpha = float(alpha)
         self.beta = float(beta)
@@ -70,6 +70,8 @@ class BARTRV(RandomVariable):
         self.auto_leaf = tuple(bool(a) for a in (*auto_leaf, False, False, False)[:3])
         # the columns of X holding unordered categories (label codes, binning.covariate_matrix)
         self.categorical = tuple(int(j) for j in categorical)
+        # each covariate's direction under a monotone constraint (+1, 0, -1), () when unconstrained
+        self.monotone = tuple(int(d) for d in monotone)
         # those of them that X holds as numbers, coded when read (split_rules "OneHotSplit": :meth:`coded`)
         self.number_categories = tuple(int(j) for j in number_categories)
         # a leaf basis's scale and constant value (0: it varies), for the defaults of its coefficient's prior
@@ -165,6 +167,10 @@ class BARTRV(RandomVariable):
                 "stored trees instead: pmt.sample_posterior_predictive(idata, var_names=[...]) after pm.set_data "
                 "(draw-matched, everything downstream included), or pmt.predict(idata, X_new, var_name)."
             )
+        if self.monotone:
+            raise ValueError("prior draws of a monotone BART (pm.sample_prior_predictive, pm.draw) are not available "
+                             "yet: the restricted prior is not sampled outside the tree steps. Draw the prior of the "
+                             "same model without monotone=..., or fit it and predict with pmt.predict")
         # (a defaulted k alone changes nothing once sigma_mu is given)
         if any(self.auto_leaf[:2]) and (model := calling_model("sample_prior_predictive")) is not None:
             self._warn_if_link_scale(model)
@@ -357,6 +363,15 @@ class BART(Distribution):
         ``sum_j W[:, j] * F[j]``, and ``mu0``, ``sigma_mu`` may be one per column (defaults: model/basis.py).
         A basis of several columns takes every likelihood of the package's families (a Normal, the augmented and
         the expanded ones); one outside them (the compiled graph's route) is refused, for now.
+    monotone : sequence of {1, 0, -1} or dict, optional
+        Shape constraints: one value per column of X, +1 where the sum of the trees may only rise as that covariate
+        rises (every other held fixed), -1 where it may only fall, 0 where it is free (scikit-learn's and
+        LightGBM's convention), or a dict from a DataFrame's column names (or column indices) to values, the
+        columns left out free. The prior is BART's restricted to forests whose every tree is monotone, so the
+        fit and every prediction are monotone at every x (docs/monotone.md). Numeric columns without missing
+        values only; sampled by :class:`~pymc_treesamplers.CGMStep` (the default) and
+        :class:`~pymc_treesamplers.GrowPruneStep`, under a Normal likelihood or an augmented one (Bernoulli,
+        Binomial, Student-t); anything else is refused when the step is built.
     separate_trees : bool, optional
         pymc-bart's: with several outputs each has its own forest (``True``, the only choice here);
         ``False`` is refused.
@@ -391,6 +406,7 @@ class BART(Distribution):
         response=None,
         split_rules=None,
         leaf_basis=None,
+        monotone=None,
         **kwargs,
     ):
         if k in ("constant", "linear", "mix", "motr"):  # pymc-bart's positional order after beta: response,
@@ -399,6 +415,10 @@ class BART(Distribution):
                 raise TypeError(f"BART got response twice ({k!r} in k's place, pymc-bart's position, and by keyword)")
             response, split_rules, split_prior, k, mu0, sigma_mu = k, mu0, sigma_mu, None, None, None
         one_hot, slab = _pymc_bart_keywords(response, split_rules, X)
+        if monotone is not None and (slab or leaf_basis is not None):
+            raise ValueError("monotone constraints order constant leaves: they cannot be combined with "
+                             f"{'leaf_basis' if leaf_basis is not None else f'response={response!r}'} "
+                             "(a leaf's line or coefficient has no single value to order)")
         if slab and leaf_basis is not None:
             raise ValueError(f"response={response!r} chooses each leaf's basis from the tree (a line in its parent's "
                              "covariate); leaf_basis gives one: pass one or the other")
@@ -415,7 +435,7 @@ class BART(Distribution):
             mu0, sigma_mu = (None if np.ndim(x) else x for x in user_leaf)
         Xa, _, op_kw = bart_spec(X, Y, m=m, alpha=alpha, beta=beta, k=k, mu0=mu0, sigma_mu=sigma_mu,
                                  split_prior=split_prior, max_bins=max_bins, split_points=split_points,
-                                 number_categories=one_hot,
+                                 number_categories=one_hot, monotone=monotone,
                                  **({} if basis is None or several else {"basis_scale": basis.scale,
                                                                          "basis_constant": basis.constant}))
         if several:

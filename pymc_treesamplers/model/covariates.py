@@ -17,7 +17,7 @@ from pytensor.tensor.variable import TensorConstant
 from ..engine import DirichletSplitPrior
 from .binning import SPLIT_POINTS, covariate_matrix, numeric_array
 
-__all__ = ["as_data_array", "bart_spec", "column_names"]
+__all__ = ["as_data_array", "bart_spec", "column_names", "monotone_spec"]
 
 
 def as_data_array(x, what: str) -> np.ndarray:
@@ -36,7 +36,7 @@ def as_data_array(x, what: str) -> np.ndarray:
 
 
 _OPTIONS = dict(m=200, alpha=0.95, beta=2.0, k=None, mu0=None, sigma_mu=None, split_prior=None, max_bins=256,
-                split_points="data", number_categories=(), basis_scale=1.0, basis_constant=1.0)
+                split_points="data", number_categories=(), basis_scale=1.0, basis_constant=1.0, monotone=None)
 
 
 def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -143,6 +143,7 @@ def bart_spec(X, Y, **options) -> tuple[np.ndarray, np.ndarray, dict]:
         number_categories=number_categories,
         basis_scale=basis_scale,
         basis_constant=basis_constant,
+        monotone=monotone_spec(opts["monotone"], X, Xa, categorical),
     )
     return Xa, Ya, kw
 
@@ -155,3 +156,56 @@ def column_names(X, idx) -> list:
     """
     cols = getattr(X, "columns", None)
     return [str(cols[i]) for i in idx] if cols is not None else [int(i) for i in idx]
+
+
+def monotone_spec(monotone, X, Xa: np.ndarray, categorical=()) -> tuple[int, ...]:
+    """The direction of every column of X under ``BART(monotone=...)``: +1 increasing, -1 decreasing, 0 free
+    (scikit-learn's ``monotonic_cst`` and LightGBM's ``monotone_constraints`` convention); ``()`` without a
+    constraint.
+
+    ``monotone``: None, one value per column, or a dict from a DataFrame's column names (or column indices) to
+    values, the columns left out free. A constraint on a categorical column, or on a column with missing values,
+    is refused by name: an unordered category has no direction, and a missing value has no place on the axis.
+
+    >>> monotone_spec([1, 0, -1], None, np.zeros((4, 3)))
+    (1, 0, -1)
+    >>> monotone_spec({1: -1}, None, np.zeros((4, 3)))
+    (0, -1, 0)
+    """
+    if monotone is None:
+        return ()
+    p = Xa.shape[1]
+    names = list(getattr(X, "columns", []))
+    if isinstance(monotone, dict):
+        dirs = [0] * p
+        for key, value in monotone.items():
+            if key in names:
+                j = names.index(key)
+            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool) and 0 <= key < p:
+                j = int(key)
+            else:
+                known = f"X's columns are {names}" if names else f"X has {p} columns, indexed 0..{p - 1}"
+                raise ValueError(f"monotone names column {key!r}, which X does not have ({known})")
+            dirs[j] = value
+    elif isinstance(monotone, str) or not hasattr(monotone, "__len__"):
+        raise TypeError(f"monotone must be one value per column of X (+1, 0, -1) or a dict from column names to "
+                        f"values, got {monotone!r}")
+    else:
+        dirs = list(monotone)
+        if len(dirs) != p:
+            raise ValueError(f"monotone must have one value per column of X ({p}), got {len(dirs)}")
+    for d in dirs:
+        if isinstance(d, bool) or not isinstance(d, (int, float, np.integer, np.floating)) or d not in (-1, 0, 1):
+            raise ValueError(f"monotone values must be +1 (increasing), 0 (free) or -1 (decreasing), got {d!r}")
+    dirs = [int(d) for d in dirs]
+    constrained = [j for j in range(p) if dirs[j]]
+    if not constrained:
+        return ()
+    if bad := [j for j in constrained if j in categorical]:
+        raise ValueError(f"monotone constrains the categorical column(s) {column_names(X, bad)}: a category has no "
+                         "order to be monotone in; leave them free (0), or code an ordered category as numbers")
+    if bad := [j for j in constrained if np.isnan(Xa[:, j]).any()]:
+        raise ValueError(f"monotone constrains column(s) {column_names(X, bad)}, which have missing values (NaN): a "
+                         "missing value has no place along the axis the constraint orders; impute them, or leave "
+                         "the column free (0)")
+    return tuple(dirs)

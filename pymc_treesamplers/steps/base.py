@@ -75,6 +75,7 @@ class BaseTreeStep(ArrayStepShared):
         X = op.coded(as_data_array(bart_covariates(rv), "X"))
         # the kernels' columns: a covariate with missing values splits as x and as -x (binning.py)
         self.columns = split_columns(X, op.max_bins, op.split_points, op.categorical)
+        self.dirs = self._monotone_dirs(op)
         self.var_name = rv.name
         self.thr_table = self.columns.threshold_table()
         self.m = op.m
@@ -136,6 +137,11 @@ class BaseTreeStep(ArrayStepShared):
                                     **{self._stat_names[k]: vectors.get(k, (d, [])) for k, d in base.items()}}
         self.stats_dtypes = [{"tune": bool, "warning": SamplerWarning,
                               **{self._stat_names[k]: d for k, d in base.items()}}]
+        if self.dirs is not None and (corrected := [out for out in self.outputs if out.corrected]):
+            raise ValueError(f"{type(self).__name__}: monotone constraints are sampled exactly under a Normal "
+                             "likelihood and the augmented ones (Bernoulli, Binomial, Student-t); this model's "
+                             f"likelihood takes the corrected route {type(corrected[0].working).__name__}, whose "
+                             "Metropolis-Hastings correction the monotone update does not carry (docs/monotone.md)")
         self.scale = self._scale_in_sweep(model, shared, initial_point, value_var, op, compile_kwargs)
         step_vars = [value_var] if self.scale is None else [value_var, self.scale.value_var]
         super().__init__(step_vars, shared, blocked=blocked, rng=rng)
@@ -228,6 +234,25 @@ class BaseTreeStep(ArrayStepShared):
         self.outputs[0].chain.restore(forest)
 
     # ------------------------------------------------------------------ what a sampler provides
+
+    supports_monotone = False
+    """Whether the step samples a BART with monotone constraints (``BART(monotone=...)``)."""
+
+    def _monotone_dirs(self, op) -> np.ndarray | None:
+        """The direction of every split column under the BART's monotone constraints, or None without any; refused
+        by name for a step that cannot sample them, and for a constrained covariate split as two columns (one
+        with missing values: pm.set_data may bring them after the BART refused them)."""
+        if not op.monotone:
+            return None
+        if not self.supports_monotone:
+            raise ValueError(f"{type(self).__name__} cannot sample a BART with monotone constraints: use "
+                             "pmt.CGMStep (the default step) or pmt.GrowPruneStep (docs/monotone.md)")
+        dirs = np.asarray(op.monotone, dtype=np.int64)
+        source = self.columns.source
+        if bad := [int(j) for j in np.flatnonzero(dirs) if np.count_nonzero(source == j) != 1]:
+            raise ValueError(f"monotone constrains column(s) {bad} of X, which now hold missing values (NaN): "
+                             "impute them, or leave the column free")
+        return dirs[source]
 
     def new_scratch(self, codes: np.ndarray, m: int):
         """The kernel's scratch record for ``m`` trees on the rows of ``codes`` (subclasses)."""

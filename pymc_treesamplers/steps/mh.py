@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..engine import new_mh_scratch
+from ..engine import new_mh_scratch, new_monotone_scratch
 from .base import BaseTreeStep
 from .gpu import GPUSweeper, check_backend
 from .options import tree_step
@@ -33,7 +33,26 @@ class _MHStep(BaseTreeStep):
                              "grow, prune, change and swap only): use backend='cpu' or twigs=0, aimed_twigs=0")
         super().__init__(vars, **shared)
 
+    supports_monotone = True
+
+    def _monotone_dirs(self, op):
+        dirs = super()._monotone_dirs(op)
+        if dirs is not None:
+            if self.twigs or self.aimed_twigs:
+                raise ValueError(f"{type(self).__name__}: twigs and aimed_twigs are not available with monotone "
+                                 "constraints (the monotone update has grow, prune, change and swap): use twigs=0, "
+                                 "aimed_twigs=0")
+            if self.backend != "cpu":
+                raise ValueError(f"monotone constraints are sampled on the CPU: use backend='cpu', not "
+                                 f"{self.backend!r}")
+            if self.options.warm_start:
+                raise ValueError("warm_start is not available with monotone constraints (the grow-from-root sweeps "
+                                 "draw trees that need not be monotone): use warm_start=0")
+        return dirs
+
     def new_scratch(self, codes, m):
+        if self.dirs is not None:
+            return new_monotone_scratch(self.move_probs, self.dirs, codes.shape[1], m)
         return new_mh_scratch(twig_mixture(self.move_probs, self.twigs, self.aimed_twigs), codes.shape[0],
                               codes.shape[1], m)
 

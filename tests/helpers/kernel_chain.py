@@ -127,7 +127,7 @@ def make_step(step_cls, options, n, p, m=1):
 
 def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alpha=0.95, beta=2.0, mu0=0.0,
                 sigma_mu=1.0, split_weights=None, return_rates=False, family=None, counts=None, tree_keys=False,
-                leaf_exp=None, shared_weight=True):
+                leaf_exp=None, shared_weight=True, scratch=None):
     """Partition keys of ``n_draws`` states, one every ``thin`` sweeps, of a chain of ``m`` trees on
     the pseudo-data ``(r, w)``, or under ``family = (kind, u, v, s[, refine[, record type[, laplace]]])``
     (``eta = f``; ``r, w`` unused; FamilyLik's ``refine`` flag, a record type with its fields or None, its
@@ -138,7 +138,9 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     kept draw (CTBirthDeathStep only). ``tree_keys``: the keys are tree 0's preorder rule sequences, as
     :func:`exact.exact_tree_posterior` writes them, not partitions. ``leaf_exp``: the tree prior's, instead
     of the record's (a deliberately wrong test). ``shared_weight``: weights equal on every row go to the
-    kernels as one weight (length 1), as the steps pass the pseudo-data of one sigma; False keeps one per row."""
+    kernels as one weight (length 1), as the steps pass the pseudo-data of one sigma; False keeps one per row.
+    ``scratch``: the sampler's scratch record, instead of the one the step builds (the monotone update's, whose
+    directions live on the BART variable)."""
     codes = np.asarray(codes_np).T
     p, n = codes.shape
     data = split_data(codes, np.ones(p) if split_weights is None else np.asarray(split_weights, dtype=float))
@@ -167,7 +169,7 @@ def chain_draws(step_cls, options, codes_np, r, w, n_draws, thin, seed, m=1, alp
     # sets it); ``leaf_exp`` overrides that (a deliberately wrong test)
     prior = prior._replace(leaf_exp=getattr(lik, "leaf_exp", 0.0) if leaf_exp is None else leaf_exp)
     rules = np.empty((n_draws if tree_keys else 0, 2 * n + 1, 2), dtype=np.int64)
-    scratch = step.new_scratch(data.codes, m)
+    scratch = step.new_scratch(data.codes, m) if scratch is None else scratch
     args = (np.random.default_rng(seed), n_draws, thin, data, prior, forest.arrays())
     tail = (labels, new_scratch_tree(n), scratch, np.zeros(m, dtype=np.bool_), rates, rules)
     chain = _chain if type(scratch).__module__.startswith("pymc_treesamplers.") else _chain_test_types
