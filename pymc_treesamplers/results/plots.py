@@ -406,7 +406,9 @@ def _layout(ax, n: int, grid, sharey, figsize):
 
 def _smooth(x: np.ndarray, y: np.ndarray, smooth_kwargs: dict | None) -> tuple[np.ndarray, np.ndarray]:
     """A Savitzky-Golay smoothed curve on 200 points (pymc-bart's ``smooth``; ``smooth_kwargs`` go to
-    ``scipy.signal.savgol_filter``, default ``window_length=55, polyorder=2``)."""
+    ``scipy.signal.savgol_filter``, default ``window_length=55, polyorder=2``). A monotone curve stays monotone
+    (the running maximum or minimum of the smoothed one): the filter's overshoot at a step would otherwise show a
+    dip that no draw of a monotone BART has (docs/monotone.md)."""
     from scipy.signal import savgol_filter
 
     if x.size < 4:
@@ -414,7 +416,13 @@ def _smooth(x: np.ndarray, y: np.ndarray, smooth_kwargs: dict | None) -> tuple[n
     xs = np.linspace(x.min(), x.max(), 200)
     ys = np.interp(xs, x, y)
     kw = {"window_length": 55, "polyorder": 2} | dict(smooth_kwargs or {})
-    return xs, savgol_filter(ys, **kw)
+    smoothed = savgol_filter(ys, **kw)
+    steps = np.diff(y)
+    if (steps >= 0).all():
+        smoothed = np.maximum.accumulate(smoothed)
+    elif (steps <= 0).all():
+        smoothed = np.minimum.accumulate(smoothed)
+    return xs, smoothed
 
 
 def _evaluated(X):
