@@ -13,10 +13,10 @@ import pytest
 from scipy import special
 
 import pymc_treesamplers as pmt
-from pymc_treesamplers.engine import new_monotone_scratch
+from pymc_treesamplers.engine import new_monotone_scratch, sample_monotone_tree
 from pymc_treesamplers.routes.augment import augmented
 from pymc_treesamplers.routes.observation import LOGIT2
-from tests.helpers.exact import empirical, summarize, tiny_data, tv_distance, tv_threshold
+from tests.helpers.exact import empirical, partition_key, summarize, tiny_data, tv_distance, tv_threshold
 from tests.helpers.kernel_chain import chain_draws
 from tests.helpers.monotone_exact import (
     gaussian_rows,
@@ -76,6 +76,28 @@ def test_prior_recovered_under_flat_likelihood():
     exact = monotone_tree_posterior(codes, [-1, -1], gaussian_rows(r, w), 0.95, 2.0, 0.0, 1.0)
     tv, threshold = _tv(exact, _draws(CGM, [-1, -1], r, w, 5))
     assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+
+
+def test_prior_draws_follow_the_restricted_prior():
+    """The prior predictive's draws (a tree and leaves from BART's prior, again until in order) against the
+    enumerated restricted prior, partition by partition, and a prior predictive draw of a model is monotone."""
+    codes, r, _ = tiny_data(0)
+    rng = np.random.default_rng(4)
+    dirs = np.array([-1, 1])
+    keys = [partition_key(sample_monotone_tree(codes.T.astype(np.uint16), np.ones(2), 0.95, 2.0, 0.0, 1.0, dirs,
+                                               rng)[0]) for _ in range(N_DRAWS)]
+    exact = summarize(monotone_tree_posterior(codes, dirs, gaussian_rows(r, np.zeros(len(r))), 0.95, 2.0, 0.0, 1.0),
+                      lambda k: tree_partition(k, codes))
+    tv, threshold = _tv(exact, keys)
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+    free = summarize(monotone_tree_posterior(codes, [0, 0], gaussian_rows(r, np.zeros(len(r))), 0.95, 2.0, 0.0, 1.0),
+                     lambda k: tree_partition(k, codes))
+    assert _tv(free, keys)[0] > threshold
+    x = np.linspace(0, 1, 30)
+    with pm.Model():
+        pmt.BART("mu", x[:, None], x, m=10, monotone=[1])
+        prior = pm.sample_prior_predictive(draws=50, random_seed=1).prior["mu"].values.reshape(50, -1)
+    assert np.diff(prior, axis=1).min() >= 0
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -228,8 +250,6 @@ def test_steps_and_routes_without_the_constraint_refuse_it():
             pmt.CGMStep([mu], twigs=0.2)
         with pytest.raises(ValueError, match="warm_start"):
             pmt.CGMStep([mu], warm_start=5)
-        with pytest.raises(ValueError, match="prior draws of a monotone BART"):
-            pm.sample_prior_predictive(draws=2)
     with pm.Model():
         mu = pmt.BART("mu", X, np.round(3 * y), m=3, monotone=[1, 0])
         pm.Poisson("y", pm.math.exp(mu), observed=np.round(3 * y))

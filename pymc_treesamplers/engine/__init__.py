@@ -14,7 +14,8 @@ submodules are the engine's own, and the tests', which test the pieces:
   reads (:class:`SplitData`, :class:`TreePrior`);
 * **a likelihood record's kernels**: the driver's registries, the node columns, a tree's fit and leaves, the leaf
   algebra of the Gaussian, log-link and basis leaves (the routes' numba code calls these);
-* **the rest**: the prior's draw of a tree, the Dirichlet split prior, the stored format's writer, the threads
+* **the rest**: the prior's draw of a tree (and of a monotone tree with its leaves), the Dirichlet split prior, the
+  stored format's writer, the threads
   check and numba's pool, the conjugate leaf models of the single-tree estimators.
 
 >>> import numpy as np
@@ -41,6 +42,7 @@ from .encoding import ALIGN, HEADER, MAGIC, NODE_BYTES, OLDEST, VERSION, blob_la
 from .gaussian import leaf_loglik
 from .leaves import class_counts, n_stats, ng_posteriors, normal_gamma
 from .loglink import leaf_laplace_at, leaf_mode
+from .monotone import sample_monotone_tree
 from .nodes import COEF, END, LEFT, START, VALUE
 from .pool import start as start_pool
 from .pool import threading_layer
@@ -88,7 +90,7 @@ __all__ = [
     "basis_posterior_mean", "basis_rows", "cholesky_lower", "draw_basis_leaves", "parent_var", "solve_lower",
     "solve_upper",
     # the rest
-    "sample_prior_tree", "DirichletSplitPrior", "kernel_weights", "new_split_weights", "prior_split_weights",
+    "sample_prior_tree", "sample_monotone_tree", "DirichletSplitPrior", "kernel_weights", "new_split_weights", "prior_split_weights",
     "update_split_weights", "ALIGN", "HEADER", "MAGIC", "NODE_BYTES", "OLDEST", "VERSION", "blob_layout",
     "encode_forest", "encode_preorder", "check_threads", "start_pool", "threading_layer", "class_counts",
     "n_stats", "ng_posteriors", "normal_gamma",

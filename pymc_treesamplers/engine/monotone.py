@@ -23,10 +23,9 @@ import numba
 import numpy as np
 
 from .nodes import CUT, LEFT, NODE_INT, PARENT, VALUE, VAR
+from .prior import BIG_CODE, sample_prior_tree
 from .rows import leaf_ranges, ranges_suff
 
-BIG_CODE = np.int64(1 << 30)
-"""The top of a root's box: above every split code (codes are uint16)."""
 
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -186,6 +185,36 @@ def is_monotone(t, dirs):
         if t.floats[leaves[pairs[q, 0]], VALUE] > t.floats[leaves[pairs[q, 1]], VALUE]:
             return False
     return True
+
+
+@numba.njit(cache=True, nogil=True)
+def in_order(lo, hi, dirs, values):
+    """Whether leaves with boxes ``lo``, ``hi`` (L, p) and ``values`` (L,) keep every order ``dirs`` asks."""
+    cols = np.arange(dirs.shape[0])
+    pairs = ordered_pairs(lo, hi, cols, dirs)
+    for q in range(pairs.shape[0]):
+        if values[pairs[q, 0]] > values[pairs[q, 1]]:
+            return False
+    return True
+
+
+def sample_monotone_tree(codes, wsplit, alpha, beta, mu0, sd, dirs, rng):
+    """One tree and its leaves from the prior restricted to monotone trees (Python; prior predictive draws): a
+    tree and ``N(mu0, sd^2)`` leaves from BART's prior, drawn again until the leaves are in order, which is the
+    restricted prior exactly (it is the joint prior times the indicator, normalised). Returns the leaf index of
+    every row and the leaves' values.
+
+    >>> leaf, values = sample_monotone_tree(np.array([[0, 1, 2, 3]], dtype=np.uint16), np.ones(1), 0.95, 2.0,
+    ...                                     0.0, 1.0, np.array([1]), np.random.default_rng(0))
+    >>> bool(np.all(np.diff(values[leaf]) >= 0))   # one covariate, its codes in row order: rising along the rows
+    True
+    """
+    dirs = np.asarray(dirs, dtype=np.int64)
+    while True:
+        leaf, lo, hi = sample_prior_tree(codes, wsplit, alpha, beta, rng, boxes=True)
+        values = rng.normal(mu0, sd, size=lo.shape[0])
+        if in_order(lo, hi, dirs, values):
+            return leaf, values
 
 
 # ------------------------------------------------------------------------------ truncated normals

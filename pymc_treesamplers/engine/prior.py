@@ -20,6 +20,8 @@ from .records import split_data
 from .rows import PAR_MIN, block_range, code_range_blocks
 
 NEG_INF = -np.inf
+BIG_CODE = np.int64(1 << 30)
+"""The top of a root's box of codes: above every split code (codes are uint16; :mod:`.monotone`)."""
 
 
 @numba.njit(cache=True, nogil=True)
@@ -153,11 +155,12 @@ def rule_log_prob(logw_v, lwavail, n_cuts):
     return logw_v - lwavail - math.log(n_cuts)
 
 
-def sample_prior_tree(codes, wsplit, alpha, beta, rng, parents: bool = False):
+def sample_prior_tree(codes, wsplit, alpha, beta, rng, parents: bool = False, boxes: bool = False):
     """Draw one tree from the prior on training codes (Python; used for prior predictive draws).
 
     Returns the leaf index of every row, as an int array; with ``parents``, also the split column of each leaf's
-    parent (``-1`` for the root), by leaf index.
+    parent (``-1`` for the root), by leaf index; with ``boxes``, instead, each leaf's box of codes ``(lo, hi)``,
+    two (leaves, p) arrays (:mod:`.monotone`).
 
     >>> codes = np.array([[0, 1, 2, 3]], dtype=np.uint16)
     >>> sample_prior_tree(codes, np.ones(1), 0.95, 2.0, np.random.default_rng(0)).shape
@@ -169,11 +172,12 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng, parents: bool = False):
     leaf = np.zeros(n, dtype=np.int64)
     perm = np.arange(n, dtype=ROW_INT)
     scratch = np.zeros(codes.shape[0])
-    stack = [(0, n, 0, -1)]
+    p = codes.shape[0]
+    stack = [(0, n, 0, -1, np.zeros(p, dtype=np.int64), np.full(p, BIG_CODE, dtype=np.int64))]
     n_leaves = 0
-    parent = []
+    parent, leaf_lo, leaf_hi = [], [], []
     while stack:
-        s, e, d, up = stack.pop()
+        s, e, d, up, lo, hi = stack.pop()
         lw = node_log_avail(data, perm, s, e)
         if lw > NEG_INF and rng.random() < alpha * (1.0 + d) ** (-beta):
             v, c, _ = draw_split_rule(rng, data, perm, s, e, scratch)
@@ -181,10 +185,16 @@ def sample_prior_tree(codes, wsplit, alpha, beta, rng, parents: bool = False):
             left = codes[v, seg] <= c
             perm[s:e] = np.concatenate([seg[left], seg[~left]])
             nl = int(left.sum())
-            stack.append((s + nl, e, d + 1, v))
-            stack.append((s, s + nl, d + 1, v))
+            lhi, rlo = hi.copy(), lo.copy()
+            lhi[v], rlo[v] = min(hi[v], c), max(lo[v], c + 1)
+            stack.append((s + nl, e, d + 1, v, rlo, hi))
+            stack.append((s, s + nl, d + 1, v, lo, lhi))
         else:
             leaf[perm[s:e]] = n_leaves
             parent.append(up)
+            leaf_lo.append(lo)
+            leaf_hi.append(hi)
             n_leaves += 1
+    if boxes:
+        return leaf, np.array(leaf_lo), np.array(leaf_hi)
     return (leaf, np.array(parent, dtype=np.int64)) if parents else leaf

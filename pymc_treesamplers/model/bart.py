@@ -17,7 +17,7 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
-from ..engine import DirichletSplitPrior, prior_split_weights, sample_prior_tree
+from ..engine import DirichletSplitPrior, prior_split_weights, sample_monotone_tree, sample_prior_tree
 from .basis import LINE_SLAB, basis_spec, coefficient_prior, line_basis, line_recipe
 from .binning import number_labels, split_columns
 from .callers import calling_model, check_method, inside_posterior_predictive
@@ -167,10 +167,6 @@ class BARTRV(RandomVariable):
                 "stored trees instead: pmt.sample_posterior_predictive(idata, var_names=[...]) after pm.set_data "
                 "(draw-matched, everything downstream included), or pmt.predict(idata, X_new, var_name)."
             )
-        if self.monotone:
-            raise ValueError("prior draws of a monotone BART (pm.sample_prior_predictive, pm.draw) are not available "
-                             "yet: the restricted prior is not sampled outside the tree steps. Draw the prior of the "
-                             "same model without monotone=..., or fit it and predict with pmt.predict")
         # (a defaulted k alone changes nothing once sigma_mu is given)
         if any(self.auto_leaf[:2]) and (model := calling_model("sample_prior_predictive")) is not None:
             self._warn_if_link_scale(model)
@@ -207,6 +203,15 @@ class BARTRV(RandomVariable):
                 values = rng.normal(self.coef_mu0, self.coef_sd, size=(leaf.max() + 1, self.basis_columns))
                 out += values[leaf].T
             return out
+        if self.monotone:
+            # the prior restricted to monotone trees (docs/monotone.md), tree by tree
+            dirs = np.asarray(self.monotone, dtype=np.int64)[columns.source]
+            for row in out:
+                for _ in range(self.m):
+                    leaf, values = sample_monotone_tree(codes, wsplit, self.alpha, self.beta, self.mu0,
+                                                        self.sigma_mu, dirs, rng)
+                    row += values[leaf]
+            return out[0] if size is None or len(size) == 0 else out
         for row in out:
             for _ in range(self.m):
                 leaf = sample_prior_tree(codes, wsplit, self.alpha, self.beta, rng)
