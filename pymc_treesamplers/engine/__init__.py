@@ -90,7 +90,8 @@ __all__ = [
     "basis_posterior_mean", "basis_rows", "cholesky_lower", "draw_basis_leaves", "parent_var", "solve_lower",
     "solve_upper",
     # the rest
-    "sample_prior_tree", "sample_monotone_tree", "DirichletSplitPrior", "kernel_weights", "new_split_weights", "prior_split_weights",
+    "sample_prior_tree", "sample_monotone_tree", "DirichletSplitPrior", "kernel_weights", "new_split_weights",
+    "prior_split_weights",
     "update_split_weights", "ALIGN", "HEADER", "MAGIC", "NODE_BYTES", "OLDEST", "VERSION", "blob_layout",
     "encode_forest", "encode_preorder", "check_threads", "start_pool", "threading_layer", "class_counts",
     "n_stats", "ng_posteriors", "normal_gamma",

@@ -26,7 +26,6 @@ from .nodes import CUT, LEFT, NODE_INT, PARENT, VALUE, VAR
 from .prior import BIG_CODE, sample_prior_tree
 from .rows import leaf_ranges, ranges_suff
 
-
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
