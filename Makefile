@@ -12,7 +12,7 @@ TEST_CACHE := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -na
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults bench-defaults-scale \
 	bench-routes bench-graph-route bench-scale-readme bench-threads bench-threads-env bench-smctree bench-verify-raw bench-coldstart \
-	bench-causal bench-varying bench-lines bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
+	bench-causal bench-varying bench-lines bench-monotone bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
 $(STAMP): pyproject.toml
@@ -187,6 +187,11 @@ bench-varying: $(VENV)/.bench-installed
 # five public data sets and two simulations (about 25 minutes)
 bench-lines: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.lines
+
+# monotone constraints held out against the same model without them and LightGBM's monotone_constraints (two
+# simulations, Boston), and the cost of a constrained CGM and GrowPrune sweep at n = 10^4, m = 200 (about 5 minutes)
+bench-monotone: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.monotone
 
 # variance forests (a log-sd BART) against stochtree's heteroskedastic BART: mcycle and a simulation (about 5 minutes)
 bench-variance: $(VENV)/.bench-installed

@@ -29,6 +29,8 @@ REPORTS = [
     "lines-quick",
     "mechanisms",
     "mixing",
+    "monotone",
+    "monotone-quick",
     "persistence",
     "routes",
     "scale-benchmark",
