@@ -6,6 +6,9 @@ probability that its leaves are in order under their conditionals; thresholds ar
 distance of iid samples of the same size (tests/helpers/exact.py), never widened.
 """
 
+from typing import NamedTuple
+
+import numba
 import numpy as np
 import pandas as pd
 import pymc as pm
@@ -14,10 +17,13 @@ from scipy import special
 
 import pymc_treesamplers as pmt
 from pymc_treesamplers.engine import new_monotone_scratch, sample_monotone_tree
+from pymc_treesamplers.engine.driver import register_update
+from pymc_treesamplers.engine.moves.cgm import MoveBuffers
+from pymc_treesamplers.engine.updates.monotone import grow_carried, monotone_update, prune_carried
 from pymc_treesamplers.routes.augment import augmented
 from pymc_treesamplers.routes.observation import LOGIT2
 from tests.helpers.exact import empirical, partition_key, summarize, tiny_data, tv_distance, tv_threshold
-from tests.helpers.kernel_chain import chain_draws
+from tests.helpers.kernel_chain import _uncached, chain_draws
 from tests.helpers.monotone_exact import (
     gaussian_rows,
     monotone_pair_posterior,
@@ -34,11 +40,50 @@ KERNELS = {"growprune": (GROWPRUNE, 1.0, 50), "cgm": (CGM, 4.0, 20)}
 N_DRAWS = 20_000
 
 
-def _draws(probs, dirs, r, w, thin, seed=3, masses=1.0, m=1, codes=None, **kwargs):
+class NoMasses(NamedTuple):
+    """The monotone update without the truncation masses in its ratio (every draw still inside its interval)."""
+
+    probs: np.ndarray
+    mb: MoveBuffers
+    moves: np.ndarray
+    dirs: np.ndarray
+
+
+class ParentFromLeftBox(NamedTuple):
+    """The monotone update whose grow bounds the reverse prune's draw by the left child's neighbours, not the
+    parent's."""
+
+    probs: np.ndarray
+    mb: MoveBuffers
+    moves: np.ndarray
+    dirs: np.ndarray
+
+
+def _wrong_update(**replace):
+    # the package's moves with one named piece of the ratio replaced, uncached (a test type: kernel_chain.py)
+    return _uncached(monotone_update, grow_carried=_uncached(grow_carried, **replace),
+                     prune_carried=_uncached(prune_carried, **replace))
+
+
+@numba.njit
+def _no_masses(log_p_left, log_p_right, log_p_parent):
+    return 0.0
+
+
+@numba.njit
+def _left_box(parent_lo, parent_hi, left_lo, left_hi):
+    return left_lo, left_hi
+
+
+register_update(NoMasses, carries_leaves=True)(_wrong_update(masses_ratio=_no_masses))
+register_update(ParentFromLeftBox, carries_leaves=True)(_wrong_update(reverse_box=_left_box))
+
+
+def _draws(probs, dirs, r, w, thin, seed=3, m=1, codes=None, record=None, n_draws=N_DRAWS, **kwargs):
     codes = tiny_data(0)[0] if codes is None else codes
-    sk = new_monotone_scratch(probs, dirs, len(r), m, masses)
-    return chain_draws(pmt.CGMStep, {}, codes, r, w, N_DRAWS, thin, seed, m=m, scratch=sk,
-                       tree_keys=m == 1, **kwargs)
+    sk = new_monotone_scratch(probs, dirs, len(r), m)
+    return chain_draws(pmt.CGMStep, {}, codes, r, w, n_draws, thin, seed, m=m,
+                       scratch=sk if record is None else record(*sk), tree_keys=m == 1, **kwargs)
 
 
 def _tv(exact, keys):
@@ -100,6 +145,22 @@ def test_prior_draws_follow_the_restricted_prior():
     assert np.diff(prior, axis=1).min() >= 0
 
 
+# three rows on one column, decreasing against data that nearly agree: where a grow's reverse interval matters
+LINE_CODES, LINE_R, LINE_W, LINE_DRAWS = np.arange(3)[:, None], np.array([0.3, -0.2, 0.5]), np.full(3, 0.5), 150_000
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_one_column_matches_enumeration(kernel):
+    probs, thin = KERNELS[kernel][0], 10  # three rows: a few sweeps cross between the trees
+    exact = monotone_tree_posterior(LINE_CODES, [-1], gaussian_rows(LINE_R, LINE_W), 0.95, 2.0, 0.0, 1.0)
+    keys = _draws(probs, [-1], LINE_R, LINE_W, thin, codes=LINE_CODES, n_draws=LINE_DRAWS)
+    tv, threshold = _tv(exact, keys)
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+    # the test can fail: a grow that bounds the reverse prune's draw by the left child's neighbours
+    keys = _draws(probs, [-1], LINE_R, LINE_W, thin, codes=LINE_CODES, n_draws=LINE_DRAWS, record=ParentFromLeftBox)
+    assert _tv(exact, keys)[0] > threshold
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_wrong_targets_are_detected(kernel):
     """The test can fail: the same moves without the truncation masses in the ratio (each grow's children still
@@ -109,7 +170,7 @@ def test_wrong_targets_are_detected(kernel):
     codes, r, _ = tiny_data(0)
     w = np.full(len(r), weight)
     exact = monotone_tree_posterior(codes, [-1, 0], gaussian_rows(r, w), 0.95, 2.0, 0.0, 1.0)
-    tv, threshold = _tv(exact, _draws(probs, [-1, 0], r, w, thin, masses=0.0))
+    tv, threshold = _tv(exact, _draws(probs, [-1, 0], r, w, thin, record=NoMasses))
     assert tv > threshold
     free = monotone_tree_posterior(codes, [0, 0], gaussian_rows(r, w), 0.95, 2.0, 0.0, 1.0)
     tv, threshold = _tv(free, _draws(probs, [-1, 0], r, w, thin))

@@ -115,7 +115,7 @@ def _uncached(fn, **replace):
 # A scratch record type defined by a test (a deliberately wrong kernel) must not enter the on-disk
 # cache index of the package's sweep: every later process that loads that index (make demo, a
 # script) would need the test module to unpickle it. Such chains run uncached copies instead.
-_chain_test_types = _uncached(_chain, sweep=_uncached(sweep))
+_chain_test_types = _uncached(_chain, sweep=_uncached(sweep), _keep=_uncached(_keep))  # _keep reads the scratch too
 
 
 def make_step(step_cls, options, n, p, m=1):

@@ -66,17 +66,15 @@ from .mh import MOVE_CHANGE, MOVE_GROW, MOVE_PRUNE, MOVE_SWAP
 
 class MonotoneScratch(NamedTuple):
     """``probs`` (grow, prune, change, swap), the rule-changing moves' buffers, each tree's last move, the
-    direction of every split column (+1, -1, 0), and ``masses``: 1.0, or 0.0 for the deliberately wrong ratio
-    without the truncation masses that the exactness tests must catch."""
+    direction of every split column (+1, -1, 0)."""
 
     probs: np.ndarray
     mb: MoveBuffers
     moves: np.ndarray
     dirs: np.ndarray
-    masses: float
 
 
-def new_monotone_scratch(probs, dirs, n: int, m: int, masses: float = 1.0) -> MonotoneScratch:
+def new_monotone_scratch(probs, dirs, n: int, m: int) -> MonotoneScratch:
     """Scratch for :func:`monotone_update` on ``m`` trees over ``n`` rows; ``probs`` the four CGM move
     probabilities, ``dirs`` one direction per split column.
 
@@ -85,7 +83,7 @@ def new_monotone_scratch(probs, dirs, n: int, m: int, masses: float = 1.0) -> Mo
     """
     dirs = np.asarray(dirs, dtype=np.int64)
     return MonotoneScratch(np.asarray(probs, dtype=np.float64), new_move_buffers(dirs.shape[0], n),
-                           np.zeros(m, dtype=np.int64), dirs, float(masses))
+                           np.zeros(m, dtype=np.int64), dirs)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -94,6 +92,20 @@ def _leaf_index(leaves, k):
         if leaves[i] == k:
             return i
     return -1
+
+
+# The two pieces of the ratio that a value drawn inside its interval cannot reveal, as functions of their own:
+# pymc_treesamplers.testing rebuilds the moves with each replaced by a wrong one, which the exactness tests catch.
+@numba.njit(cache=True, nogil=True)
+def masses_ratio(log_p_left, log_p_right, log_p_parent):
+    """The log of a grow's ``P_L P_R(mu_L) / P_l`` (a prune's is its negative)."""
+    return log_p_left + log_p_right - log_p_parent
+
+
+@numba.njit(cache=True, nogil=True)
+def reverse_box(parent_lo, parent_hi, left_lo, left_hi):
+    """The box whose neighbours bound a grow's reverse draw, the merged leaf's: the parent's."""
+    return parent_lo, parent_hi
 
 
 @numba.njit(cache=True, nogil=True)
@@ -130,7 +142,8 @@ def grow_carried(rng, t, data, prior, pseudo, sk, log_pgrow_t, log_pprune):
     hi_r = hi[i].copy()
     lo_r[v] = max(lo_r[v], c + 1)
     # the parent's interval, for the reverse prune's draw
-    pl, ph = box_bounds(lo[i], hi[i], lo, hi, i, -1, cols, dirs, values)
+    rlo, rhi = reverse_box(lo[i], hi[i], lo_l, hi_l)
+    pl, ph = box_bounds(rlo, rhi, lo, hi, i, -1, cols, dirs, values)
     mean, sd = leaf_posterior(prior, WL + WR, SL + SR)
     log_p_parent = log_mass(mean, sd, pl, ph)
     a_lo, a_hi = box_bounds(lo_l, hi_l, lo, hi, i, -1, cols, dirs, values)
@@ -149,7 +162,7 @@ def grow_carried(rng, t, data, prior, pseudo, sk, log_pgrow_t, log_pprune):
     if log_p_right == -math.inf:
         return False
     mu_right = truncated_draw(rng, mean, sd, b_lo, b_hi)
-    log_r += sk.masses * (log_p_left + log_p_right - log_p_parent)
+    log_r += masses_ratio(log_p_left, log_p_right, log_p_parent)
     if math.log(rng.random()) < log_r:
         split_leaf(t, k, v, c, n_cuts, data)
         t.floats[ti[k, LEFT], VALUE] = mu_left
@@ -204,7 +217,7 @@ def prune_carried(rng, t, data, prior, pseudo, sk, log_pgrow, log_pprune):
     if log_p_parent == -math.inf:
         return False
     mu = truncated_draw(rng, mean, sd, low, high)
-    log_r += sk.masses * (log_p_parent - log_p_left - log_p_right)
+    log_r -= masses_ratio(log_p_left, log_p_right, log_p_parent)
     if math.log(rng.random()) < log_r:
         t.floats[k, VALUE] = mu  # before the collapse, which may move k's slot with its row
         collapse(t, k, pseudo.threads)
