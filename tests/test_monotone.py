@@ -27,6 +27,7 @@ from tests.helpers.kernel_chain import _uncached, chain_draws
 from tests.helpers.monotone_exact import (
     gaussian_rows,
     monotone_pair_posterior,
+    monotone_pair_posterior_mc,
     monotone_tree_posterior,
     order_mass,
     tree_partition,
@@ -196,7 +197,26 @@ def test_two_trees_match_pair_enumeration(kernel):
     assert _tv(monotone_pair_posterior(codes, PAIR_R, w, -1, 0.95, 2.0, 0.0, sd), keys)[0] > threshold
 
 
-def test_bernoulli_logit_matches_enumeration():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_two_trees_bernoulli_match_the_pair_posterior(kernel):
+    """m = 2 under Bernoulli-logit (its augmentation redrawn before every sweep), on three rows whose labels dip
+    against the constraint: against the pair posterior by Monte Carlo over the leaves' prior."""
+    probs, _, thin = KERNELS[kernel]
+    y = np.array([1.0, 0.0, 1.0])
+    codes, sd = np.arange(3)[:, None], 1.0
+    exact = monotone_pair_posterior_mc(codes, lambda f: special.log_expit(np.where(y > 0, f, -f)).sum(axis=1), 1,
+                                       0.95, 2.0, 0.0, sd)
+    record = lambda f, mu0: augmented(LOGIT2, y, 1.0 - y, 0.0, 0.0, 1.0, 3)  # noqa: E731
+    keys = _draws(probs, [1], np.zeros(3), None, thin, m=2, codes=codes, family=record, sigma_mu=sd)
+    tv, threshold = _tv(exact, keys)
+    assert tv < threshold, f"TV {tv:.4f} >= threshold {threshold:.4f}"
+    free = monotone_pair_posterior_mc(codes, lambda f: special.log_expit(np.where(y > 0, f, -f)).sum(axis=1), 0,
+                                      0.95, 2.0, 0.0, sd)
+    assert _tv(free, keys)[0] > threshold
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_bernoulli_logit_matches_enumeration(kernel):
     """m = 1, Bernoulli-logit by its exact augmentation (Polya-Gamma latents redrawn before every sweep, as the
     step does): against enumeration times quadrature over each leaf's value, with the constraint against the
     data."""
@@ -206,7 +226,8 @@ def test_bernoulli_logit_matches_enumeration():
     rows = lambda idx, mu: sum(special.log_expit(mu if y[i] else -mu) for i in idx)  # noqa: E731
     exact = monotone_tree_posterior(codes, [-1, 0], rows, 0.95, 2.0, 0.0, sd)
     record = lambda f, mu0: augmented(LOGIT2, y, 1.0 - y, 0.0, 0.0, 1.0, n)  # noqa: E731
-    keys = _draws(CGM, [-1, 0], r, None, 20, family=record, sigma_mu=sd)
+    probs, _, thin = KERNELS[kernel]
+    keys = _draws(probs, [-1, 0], r, None, thin, family=record, sigma_mu=sd)
     part = summarize(exact, lambda k: tree_partition(k, codes))
     parts = [tree_partition(k, codes) for k in keys]
     tv, threshold = _tv(part, parts)

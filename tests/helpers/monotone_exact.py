@@ -229,3 +229,35 @@ def monotone_pair_posterior(codes, r, w, direction, alpha, beta, mu0, sigma_mu) 
     top = max(logs.values())
     z = sum(math.exp(v - top) for v in logs.values())
     return {k: math.exp(v - top) / z for k, v in logs.items()}
+
+
+def monotone_pair_posterior_mc(codes, row_loglik, direction, alpha, beta, mu0, sigma_mu, draws=400_000,
+                               seed=0) -> dict[tuple, float]:
+    """As :func:`monotone_pair_posterior`, for any likelihood of the rows' sums ``row_loglik(f)`` (``f``: (draws, n)
+    values of the two trees' sum; returns (draws,) log-likelihoods): each pair's mass ``p(P1) p(P2) E[L 1[in
+    order]]`` by Monte Carlo over the leaves' prior (``draws`` per pair, common random numbers across pairs)."""
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1, 1)
+    n = codes.shape[0]
+    if not np.array_equal(codes[:, 0], np.arange(n)):
+        raise ValueError("the pair reference needs codes 0..n-1 in row order")
+    prior = exact_partition_prior(codes, alpha, beta)
+    z = np.random.default_rng(seed).standard_normal((draws, 2 * n))
+    out = {}
+    for k1, p1 in prior.items():
+        b1 = _intervals(k1)
+        for k2, p2 in prior.items():
+            b2 = _intervals(k2)
+            mu1 = mu0 + sigma_mu * z[:, : len(b1)]
+            mu2 = mu0 + sigma_mu * z[:, n : n + len(b2)]
+            f = np.zeros((draws, n))
+            for q, rows in enumerate(b1):
+                f[:, rows] += mu1[:, [q]]
+            for q, rows in enumerate(b2):
+                f[:, rows] += mu2[:, [q]]
+            ok = np.ones(draws, dtype=bool)
+            for mu in (mu1, mu2):
+                steps = np.diff(mu, axis=1) * direction
+                ok &= (steps >= 0).all(axis=1)
+            out[(k1, k2)] = p1 * p2 * float(np.mean(np.where(ok, np.exp(row_loglik(f)), 0.0)))
+    total = sum(out.values())
+    return {k: v / total for k, v in out.items()}
