@@ -55,27 +55,22 @@ def node_box(ti, k, lo, hi):
 def used_columns(ti, nn, extra):
     """The split columns the tree's rules use, and ``extra`` (>= 0) too: the only columns on which two boxes can
     fail to overlap."""
-    count = 0
     buf = np.empty(nn + 1, dtype=NODE_INT)
+    count = 0 if extra < 0 else _add_new(buf, 0, extra)
     for u in range(nn):
-        v = ti[u, VAR]
         if ti[u, LEFT] >= 0:
-            new = True
-            for q in range(count):
-                if buf[q] == v:
-                    new = False
-            if new:
-                buf[count] = v
-                count += 1
-    if extra >= 0:
-        new = True
-        for q in range(count):
-            if buf[q] == extra:
-                new = False
-        if new:
-            buf[count] = extra
-            count += 1
+            count = _add_new(buf, count, ti[u, VAR])
     return buf[:count].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_new(buf, count, v):
+    # append v to buf[:count] unless it is there; the new count
+    for q in range(count):
+        if buf[q] == v:
+            return count
+    buf[count] = v
+    return count + 1
 
 
 @numba.njit(cache=True, nogil=True)

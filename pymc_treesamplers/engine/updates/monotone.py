@@ -40,19 +40,17 @@ from ..monotone import (
     used_columns,
 )
 from ..moves.cgm import MoveBuffers, _swap_rules, new_move_buffers
+from ..moves.growprune import grow_choice_logs, pick_grow, prune_choice_logs
 from ..nodes import CUT, DEPTH, END, FALSE, LEFT, LWAVAIL, PARENT, RIGHT, RULELP, START, TRUE, VALUE, VAR
 from ..prior import draw_split_rule, leaf_log_prior, side_log_avail
 from ..rows import range_suff, split_suff
 from ..tree import (
-    GROWABLE,
     INTERNAL,
     INTERNAL_CHILD,
     NOG,
     backup,
     collapse,
     count_nodes,
-    is_nog,
-    nth_node,
     random_node,
     refresh_subtree_prior,
     repartition_subtree,
@@ -111,23 +109,19 @@ def reverse_box(parent_lo, parent_hi, left_lo, left_hi):
 @numba.njit(cache=True, nogil=True)
 def grow_carried(rng, t, data, prior, pseudo, sk, log_pgrow_t, log_pprune):
     """Split a growable leaf, drawing both children's values (module docstring); True if accepted."""
-    g = count_nodes(t, GROWABLE)
+    g, k, v, c, n_cuts = pick_grow(rng, t, data, sk.mb.scratch_p)
     if g == 0:
         return False
-    k = nth_node(t, rng.integers(0, g), GROWABLE)
     ti = t.ints
     s = ti[k, START]
     e = ti[k, END]
-    v, c, n_cuts = draw_split_rule(rng, data, t.perm, s, e, sk.mb.scratch_p)
     code_v = data.codes[v]
     n_left, WL, SL, WR, SR = split_suff(pseudo.r, pseudo.w, t.perm, s, e, code_v, c, pseudo.threads)
     lwa = side_log_avail(data, t.perm, s, e, code_v, c, True, n_left)
     lwb = side_log_avail(data, t.perm, s, e, code_v, c, False, e - s - n_left)
-    parent = ti[k, PARENT]
-    nog = count_nodes(t, NOG) + 1 - (1 if parent >= 0 and is_nog(ti, parent) else 0)
+    back, forth = grow_choice_logs(t, k, g, log_pgrow_t, log_pprune)
     dlik = leaf_loglik(prior, WL, SL) + leaf_loglik(prior, WR, SR) - leaf_loglik(prior, WL + WR, SL + SR)
-    log_r = split_log_prior_ratio(prior, ti[k, DEPTH], lwa, lwb) + dlik + (log_pprune - math.log(nog)) - (
-        log_pgrow_t - math.log(g))
+    log_r = split_log_prior_ratio(prior, ti[k, DEPTH], lwa, lwb) + dlik + back - forth
     dirs = sk.dirs
     leaves, lo, hi = leaf_boxes(t, dirs.shape[0])
     cols = used_columns(ti, t.nn[0], v)
@@ -182,16 +176,12 @@ def prune_carried(rng, t, data, prior, pseudo, sk, log_pgrow, log_pprune):
     ti = t.ints
     a = ti[k, LEFT]
     b = ti[k, RIGHT]
-    g_new = count_nodes(t, GROWABLE) + 1
-    for child in (a, b):
-        if t.floats[child, LWAVAIL] > -math.inf:
-            g_new -= 1
-    log_pgrow_new = 0.0 if k == 0 else log_pgrow
+    back, forth = prune_choice_logs(t, k, nog, log_pgrow, log_pprune)
     WL, SL = range_suff(pseudo.r, pseudo.w, t.perm, ti[a, START], ti[a, END], pseudo.threads)
     WR, SR = range_suff(pseudo.r, pseudo.w, t.perm, ti[b, START], ti[b, END], pseudo.threads)
     dlik = leaf_loglik(prior, WL, SL) + leaf_loglik(prior, WR, SR) - leaf_loglik(prior, WL + WR, SL + SR)
     grow_ratio = split_log_prior_ratio(prior, ti[k, DEPTH], t.floats[a, LWAVAIL], t.floats[b, LWAVAIL]) + dlik
-    log_r = -grow_ratio + (log_pgrow_new - math.log(g_new)) - (log_pprune - math.log(nog))
+    log_r = -grow_ratio + back - forth
     dirs = sk.dirs
     leaves, lo, hi = leaf_boxes(t, dirs.shape[0])
     cols = used_columns(ti, t.nn[0], -1)
