@@ -20,6 +20,7 @@ from pymc_treesamplers.engine import new_monotone_scratch, sample_monotone_tree
 from pymc_treesamplers.engine.driver import register_update
 from pymc_treesamplers.engine.moves.cgm import MoveBuffers
 from pymc_treesamplers.engine.updates.monotone import grow_carried, monotone_update, prune_carried
+from pymc_treesamplers.model.covariates import split_directions
 from pymc_treesamplers.routes.augment import augmented
 from pymc_treesamplers.routes.observation import LOGIT2
 from tests.helpers.exact import empirical, partition_key, summarize, tiny_data, tv_distance, tv_threshold
@@ -319,6 +320,19 @@ def test_categorical_and_missing_columns_are_refused_by_name():
     with pytest.raises(ValueError, match="missing values"):
         _bart(Xn, Xn[:, 0], monotone=[0, 1])
     _bart(Xn, Xn[:, 0], monotone=[1, 0])  # missing values in a free column are fine
+    # NaN that pm.set_data brings into a constrained column later (split as x and -x: two split columns of one
+    # covariate) is refused where the split columns' directions are made, for the step and the prior draws alike
+    Xd = rng.uniform(size=(20, 2))
+    with pm.Model():
+        data = pm.Data("X", Xd)
+        mu = pmt.BART("mu", data, Xd[:, 0], m=3, monotone=[1, 0])
+        pm.Normal("y", mu, 1.0, observed=Xd[:, 0])
+        Xd[0, 0] = np.nan
+        pm.set_data({"X": Xd})
+        with pytest.raises(ValueError, match="now hold missing values"):
+            pmt.CGMStep([mu])
+    with pytest.raises(ValueError, match="now hold missing values"):
+        split_directions((1, 0), np.array([0, 1, 0]))
 
 
 def test_steps_and_routes_without_the_constraint_refuse_it():

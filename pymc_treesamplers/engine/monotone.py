@@ -94,6 +94,15 @@ def leaf_boxes(t, p):
 
 
 @numba.njit(cache=True, nogil=True)
+def leaf_values(t, leaves):
+    """The values of the leaves ``leaves`` (slots) of ``t``."""
+    values = np.empty(leaves.shape[0])
+    for i in range(leaves.shape[0]):
+        values[i] = t.floats[leaves[i], VALUE]
+    return values
+
+
+@numba.njit(cache=True, nogil=True)
 def relation(lo_a, hi_a, lo_b, hi_b, cols, dirs):
     """+1 when box a's value must be at most box b's, -1 when at least, 0 when they need no order (``cols``: the
     columns on which either box is not the whole range)."""
@@ -316,9 +325,7 @@ def gibbs_leaves(rng, t, prior, pseudo, dirs):
     L = nodes.shape[0]
     sums = np.empty((L, 2))
     ranges_suff(pseudo.r, pseudo.w, t.perm, starts, ends, total, pseudo.threads, sums)
-    values = np.empty(L)
-    for i in range(L):
-        values[i] = t.floats[nodes[i], VALUE]
+    values = leaf_values(t, nodes)
     leaves, lo, hi = leaf_boxes(t, dirs.shape[0])  # the same slot order as leaf_ranges
     pairs = ordered_pairs(lo, hi, used_columns(t.ints, t.nn[0], -1), dirs)
     precs = np.empty(L)

@@ -21,7 +21,7 @@ from ..engine import DirichletSplitPrior, prior_split_weights, sample_monotone_t
 from .basis import LINE_SLAB, basis_spec, coefficient_prior, line_basis, line_recipe
 from .binning import number_labels, split_columns
 from .callers import calling_model, check_method, inside_posterior_predictive
-from .covariates import as_data_array, bart_spec
+from .covariates import as_data_array, bart_spec, split_directions
 from .split_rules import split_rule_kind
 
 __all__ = ["BART", "BARTRV", "as_data_array", "bart_covariates", "bart_spec"]
@@ -205,7 +205,7 @@ class BARTRV(RandomVariable):
             return out
         if self.monotone:
             # the prior restricted to monotone trees (docs/monotone.md), tree by tree
-            dirs = np.asarray(self.monotone, dtype=np.int64)[columns.source]
+            dirs = split_directions(self.monotone, columns.source)
             for row in out:
                 for _ in range(self.m):
                     leaf, values = sample_monotone_tree(codes, wsplit, self.alpha, self.beta, self.mu0,

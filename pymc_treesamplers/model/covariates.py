@@ -17,7 +17,7 @@ from pytensor.tensor.variable import TensorConstant
 from ..engine import DirichletSplitPrior
 from .binning import SPLIT_POINTS, covariate_matrix, numeric_array
 
-__all__ = ["as_data_array", "bart_spec", "column_names", "monotone_spec"]
+__all__ = ["as_data_array", "bart_spec", "column_names", "monotone_spec", "split_directions"]
 
 
 def as_data_array(x, what: str) -> np.ndarray:
@@ -209,3 +209,18 @@ def monotone_spec(monotone, X, Xa: np.ndarray, categorical=()) -> tuple[int, ...
                          "missing value has no place along the axis the constraint orders; impute them, or leave "
                          "the column free (0)")
     return tuple(dirs)
+
+
+def split_directions(monotone, source: np.ndarray) -> np.ndarray:
+    """The direction of every split column (``source[v]``: its covariate, :mod:`.binning`) under the covariates'
+    ``monotone`` directions. A constrained covariate must be one split column: with missing values (which
+    ``pm.set_data`` may bring after :func:`monotone_spec` refused them) it splits as x and -x, and is refused.
+
+    >>> split_directions((1, 0, -1), np.array([0, 1, 2])).tolist()
+    [1, 0, -1]
+    """
+    dirs = np.asarray(monotone, dtype=np.int64)
+    if bad := [int(j) for j in np.flatnonzero(dirs) if np.count_nonzero(source == j) != 1]:
+        raise ValueError(f"monotone constrains column(s) {bad} of X, which now hold missing values (NaN): impute "
+                         "them, or leave the column free")
+    return dirs[source]

@@ -28,7 +28,7 @@ from ..model.bart import BARTRV, bart_covariates
 from ..model.basis import bart_of, basis_spec, coefficient_prior, leaf_basis_of
 from ..model.binning import split_columns
 from ..model.callers import check_nuts_sampler
-from ..model.covariates import as_data_array
+from ..model.covariates import as_data_array, split_directions
 from ..routes.likelihood import OutputView, working_model
 from ..routes.reading import BasisView
 from .cpu import CPUSweeper
@@ -240,19 +240,13 @@ class BaseTreeStep(ArrayStepShared):
 
     def _monotone_dirs(self, op) -> np.ndarray | None:
         """The direction of every split column under the BART's monotone constraints, or None without any; refused
-        by name for a step that cannot sample them, and for a constrained covariate split as two columns (one
-        with missing values: pm.set_data may bring them after the BART refused them)."""
+        by name for a step that cannot sample them (and as :func:`split_directions` refuses)."""
         if not op.monotone:
             return None
         if not self.supports_monotone:
             raise ValueError(f"{type(self).__name__} cannot sample a BART with monotone constraints: use "
                              "pmt.CGMStep (the default step) or pmt.GrowPruneStep (docs/monotone.md)")
-        dirs = np.asarray(op.monotone, dtype=np.int64)
-        source = self.columns.source
-        if bad := [int(j) for j in np.flatnonzero(dirs) if np.count_nonzero(source == j) != 1]:
-            raise ValueError(f"monotone constrains column(s) {bad} of X, which now hold missing values (NaN): "
-                             "impute them, or leave the column free")
-        return dirs[source]
+        return split_directions(op.monotone, self.columns.source)
 
     def new_scratch(self, codes: np.ndarray, m: int):
         """The kernel's scratch record for ``m`` trees on the rows of ``codes`` (subclasses)."""

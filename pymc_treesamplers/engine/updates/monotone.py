@@ -33,6 +33,7 @@ from ..monotone import (
     leaf_bounds,
     leaf_boxes,
     leaf_posterior,
+    leaf_values,
     log_mass,
     node_box,
     ordered_pairs,
@@ -93,7 +94,7 @@ def _leaf_index(leaves, k):
 
 
 # The two pieces of the ratio that a value drawn inside its interval cannot reveal, as functions of their own:
-# pymc_treesamplers.testing rebuilds the moves with each replaced by a wrong one, which the exactness tests catch.
+# tests/test_monotone.py rebuilds the moves with each replaced by a wrong one, which its enumeration tests catch.
 @numba.njit(cache=True, nogil=True)
 def masses_ratio(log_p_left, log_p_right, log_p_parent):
     """The log of a grow's ``P_L P_R(mu_L) / P_l`` (a prune's is its negative)."""
@@ -125,9 +126,7 @@ def grow_carried(rng, t, data, prior, pseudo, sk, log_pgrow_t, log_pprune):
     dirs = sk.dirs
     leaves, lo, hi = leaf_boxes(t, dirs.shape[0])
     cols = used_columns(ti, t.nn[0], v)
-    values = np.empty(leaves.shape[0])
-    for i in range(leaves.shape[0]):
-        values[i] = t.floats[leaves[i], VALUE]
+    values = leaf_values(t, leaves)
     i = _leaf_index(leaves, k)
     lo_l = lo[i].copy()
     hi_l = hi[i].copy()
@@ -185,9 +184,7 @@ def prune_carried(rng, t, data, prior, pseudo, sk, log_pgrow, log_pprune):
     dirs = sk.dirs
     leaves, lo, hi = leaf_boxes(t, dirs.shape[0])
     cols = used_columns(ti, t.nn[0], -1)
-    values = np.empty(leaves.shape[0])
-    for i in range(leaves.shape[0]):
-        values[i] = t.floats[leaves[i], VALUE]
+    values = leaf_values(t, leaves)
     ia = _leaf_index(leaves, a)
     ib = _leaf_index(leaves, b)
     pairs = ordered_pairs(lo, hi, cols, dirs)
