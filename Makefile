@@ -12,7 +12,7 @@ TEST_CACHE := $(CURDIR)/.numba-cache/$(shell cat $$( (find pymc_treesamplers -na
 
 .PHONY: demo test check docs lint bench bench-quick bench-render bench-speed bench-likelihoods bench-glm bench-defaults bench-defaults-scale \
 	bench-routes bench-graph-route bench-scale-readme bench-threads bench-threads-env bench-smctree bench-verify-raw bench-coldstart \
-	bench-causal bench-varying bench-lines bench-monotone bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
+	bench-causal bench-varying bench-lines bench-monotone bench-bambi bench-variance bench-smctree-quick bench-mixing bench-mixing-quick bench-sparsity bench-sparsity-quick \
 	bench-california-shipped bench-scale bench-scale-quick clean
 
 $(STAMP): pyproject.toml
@@ -192,6 +192,10 @@ bench-lines: $(VENV)/.bench-installed
 # simulations, Boston), and the cost of a constrained CGM and GrowPrune sweep at n = 10^4, m = 200 (about 5 minutes)
 bench-monotone: $(VENV)/.bench-installed
 	$(PY) -m benchmarks.monotone
+
+# a forest in a bambi formula against bambi's linear model and BART alone, held out (about 10 minutes)
+bench-bambi: $(VENV)/.bench-installed
+	$(PY) -m benchmarks.bambi_heldout
 
 # variance forests (a log-sd BART) against stochtree's heteroskedastic BART: mcycle and a simulation (about 5 minutes)
 bench-variance: $(VENV)/.bench-installed
