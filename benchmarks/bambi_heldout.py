@@ -5,7 +5,8 @@ bambi's linear-only model and against BART alone, on two public data sets with a
     python -m benchmarks.bambi_heldout --render-only [--json PATH]
 
 Data (R data sets read from pydataset, in its package; rows split 70/30 at random per seed,
-``benchmarks.data.split``, so every group is seen in training):
+``benchmarks.data.split``, then the held-out rows of a group with none in training moved back to training, so
+that every group is seen):
 
 * ``nlschools`` (Snijders & Bosker, MASS): 2,287 eighth-grade pupils in 133 classes; ``lang`` (language test
   score) from ``IQ``, ``SES`` (family's socio-economic status), ``GS`` (class size) and ``COMB`` (a multi-grade
@@ -68,6 +69,9 @@ def load(name: str, seed: int):
         df["treat"] = pd.Categorical(df["treat"].astype(str))
     y = df["lang" if name == "nlschools" else "size"].to_numpy(float)
     tr, te = split(y, seed, binary=False)
+    # a group with every row held out has no intercept to predict with: its held-out rows go back to training
+    unseen = ~df[group].iloc[te].isin(set(df[group].iloc[tr])).to_numpy()
+    tr, te = np.sort(np.r_[tr, te[unseen]]), te[~unseen]
     return df.iloc[tr].reset_index(drop=True), df.iloc[te].reset_index(drop=True)
 
 
