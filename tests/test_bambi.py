@@ -205,3 +205,15 @@ def test_count_families(family):
     out = model.predict(idata, data=frame(4, seed=9), kind="response", inplace=False)
     assert out.posterior_predictive["yp"].shape == (1, 60, 4)
     assert float(out.posterior["mu"].min()) > 0
+
+
+def test_group_intercepts_and_the_forest_agree():
+    """With (1|g) the tree step carries the level shift, and the intercept (the forest's mean) mixes across chains
+    instead of trading places with the group intercepts' mean (docs/bambi.md)."""
+    df = frame(120, seed=2)
+    df["y"] += df["g"].map({"a": -0.5, "b": 0.7, "c": 0.0})
+    model = pmb.Model("y ~ bart(x1, x2, m=20) + z + (1|g)", df)
+    idata = model.fit(draws=400, tune=300, chains=3, random_seed=4, progressbar=False)
+    post = idata.posterior
+    assert float(az.rhat(post["Intercept"])) < 1.05 and float(az.ess(post["Intercept"])) > 300
+    assert float(az.ess(post["1|g"].sel({"g__factor_dim": "a"}))) > 300

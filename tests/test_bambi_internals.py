@@ -96,3 +96,12 @@ def test_component_class_and_predict_methods(frame):
     assert type(model.parameters["mu"]) is Sub
     with pytest.raises(TypeError, match="DistributionalComponent"):
         internals.adopt_component(object(), Sub)
+
+
+def test_group_specific_terms_expose_intercepts(frame):
+    """The component's group_specific_terms: bambi's terms, whose formulae term's expr is an Intercept for (1|g);
+    their alias/name and prior."""
+    model = bmb.Model("y ~ z + (1|g) + (z|g)", frame)
+    found = internals.intercept_groups(model.parameters["mu"])
+    assert [label for label, _ in found] == ["1|g"]
+    assert found[0][1].name == "Normal"

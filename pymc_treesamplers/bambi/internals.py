@@ -18,6 +18,9 @@ there, by name, rather than in a fit.
   ``predict(idata, data, ...)`` and ``predict_common(posterior, data, in_sample, ...)``: the parent parameter's
   component, whose class :func:`adopt_component` swaps for one that adds the forest's values to the linear
   predictor bambi predicts with;
+* the component's ``group_specific_terms`` (bambi's terms, ``.term`` formulae's, whose ``expr`` is an
+  ``Intercept`` for ``(1|g)``), their ``prior`` and ``alias``/``name``: the group intercepts whose mean shares the
+  forest's level (:func:`intercept_groups`);
 * the intercept term's ``prior`` attribute, given a ``bmb.Prior(dist=...)`` (public) that records the forest's
   mean instead of a free intercept.
 """
@@ -31,11 +34,11 @@ from bambi.model_components import DistributionalComponent
 from bambi.terms import OffsetTerm
 from formulae.terms.call import Call
 from formulae.terms.call_resolver import LazyVariable
-from formulae.terms.terms import GroupSpecificTerm, Term
+from formulae.terms.terms import GroupSpecificTerm, Intercept, Term
 from formulae.transforms import Offset
 
 __all__ = ["BAMBI_TESTED", "ForestTerm", "adopt_component", "bart_calls", "call_columns", "call_name",
-           "zero_offset"]
+           "intercept_groups", "zero_offset"]
 
 BAMBI_TESTED = "0.21"  # the bambi minor version every name here is tested against (the `bambi` extra pins it)
 
@@ -147,3 +150,13 @@ def adopt_component(component: DistributionalComponent, cls: type) -> None:
         raise TypeError(f"bambi's component is a {type(component).__name__}, not a DistributionalComponent")
     component.__class__ = cls
 
+
+
+def intercept_groups(component) -> list[tuple[str, object]]:
+    """``(label, prior)`` of each group-intercept term ``(1|g)`` of bambi's component: the label its PyMC variables
+    are named by (``label``, ``label_offset``, ``label_sigma``)."""
+    out = []
+    for term in component.group_specific_terms.values():
+        if isinstance(term.term.expr, Intercept):
+            out.append((term.alias or term.name, term.prior))
+    return out

@@ -12,6 +12,9 @@ level, and ``Intercept`` in the trace is a deterministic, the forest's mean over
 centred common terms' share, as bambi reports every intercept), so that ``Intercept + X b + (forest - its mean)``
 is the linear predictor bambi predicts with. A formula without an intercept (``0 + ...``) has no ``Intercept``;
 the forest still carries the level, and bambi does not centre the common terms.
+
+**Group intercepts** ``(1|g)`` share the level too: ``fit`` has the tree step draw, after each sweep, the split
+of the level between the forest and each such term exactly (:mod:`pymc_treesamplers.steps.level`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import xarray as xr
 from ..model.bart import BART
 from ..model.callers import UnsupportedMethodError
 from ..results.predictive import predict as forest_predict
+from ..steps.level import GroupLevel, LevelShift
+from ..steps.mh import CGMStep
 from . import internals
 
 __all__ = ["Model", "bart"]
@@ -261,9 +266,14 @@ class Model(bmb.Model):
         component._pmt_forest = forest
         self.forest = forest
 
-    def fit(self, draws=1000, tune=1000, *args, inference_method="pymc", tree_step=None, **kwargs):
+    def fit(self, draws=1000, tune=1000, *args, inference_method="pymc", tree_step=None, level_shift=True,
+            **kwargs):
         """bambi's ``fit``, sampling the forest's trees with the default tree step (or ``tree_step``, a tree step
         class such as :class:`pymc_treesamplers.PGBARTStep`) and every other parameter by PyMC's assignment.
+
+        ``level_shift``: with group intercepts ``(1|g)`` (Normal, mean 0), the tree step also draws, after each
+        sweep, the split of the level between the forest and the group intercepts exactly (steps/level.py), which
+        the sweep and NUTS alone move by a random walk; ``False`` leaves it out.
 
         ``inference_method`` must be ``"pymc"``: nutpie, numpyro and blackjax run an external NUTS and vi and
         laplace a continuous approximation, none of which can sample trees; each raises, naming the forest.
@@ -277,15 +287,42 @@ class Model(bmb.Model):
                 f"{self.forest.name}, a BART: {method} treats it as a continuous vector. Use "
                 "inference_method='pymc' (the default), which samples the trees with pymc-treesamplers' tree "
                 "steps and the other parameters with NUTS")
-        if tree_step is not None:
-            if not self.built:
-                self.build()
-            with self.backend.model:
-                step = tree_step(vars=[self.backend.model[self.forest.name]])
+        if not self.built:
+            self.build()
+        groups = self._level_groups() if level_shift else []
+        if tree_step is not None or groups:
+            model = self.backend.model
+            with model:
+                step = (tree_step or CGMStep)(vars=[model[self.forest.name]])
+            if groups:
+                step.level = LevelShift(groups)
+                step.level.check(step)
             given = kwargs.pop("step", None)
             kwargs["step"] = [step] + (list(given) if isinstance(given, (list, tuple)) else
                                        [] if given is None else [given])
         return super().fit(draws, tune, *args, inference_method=inference_method, **kwargs)
+
+    def _level_groups(self) -> list[GroupLevel]:
+        """The group intercepts whose mean shares the forest's level, as the level shift moves them: bambi's
+        Normal(0, sigma) ones, non-centred (``label_offset``) or centred."""
+        model = self.backend.model
+        groups = []
+        for label, prior in internals.intercept_groups(self.parameters[self.family.likelihood.parent]):
+            if getattr(prior, "name", None) != "Normal" or prior.args.get("mu", 0) != 0:
+                continue
+            sigma = model.named_vars.get(f"{label}_sigma")
+            if sigma is None:
+                scale = float(prior.args["sigma"])
+            else:
+                # the scale at the point's (transformed) values: compiled on the RV itself it would be a new draw
+                value = model.replace_rvs_by_values([sigma])[0]
+                scale = model.compile_fn(value, inputs=model.value_vars, on_unused_input="ignore", point_fn=True)
+            noncentred = f"{label}_offset" in model.named_vars
+            rv = model[f"{label}_offset" if noncentred else label]
+            if rv not in model.free_RVs:
+                continue
+            groups.append(GroupLevel(model.rvs_to_values[rv].name, scale, noncentred))
+        return groups
 
     def __str__(self):
         text = super().__str__()

@@ -232,6 +232,23 @@ class Chain:
         with numba_threads(threads):
             self.workspace.kernel(forest_sum)(self.forest.arrays(), out, kernel_threads(threads))
 
+    def level(self) -> tuple[int, float]:
+        """``(L, S)``: the number of leaves over all trees and the sum of their values less the leaf prior's mean,
+        what the leaves' prior ``N(mu0, s2)`` says of a shift of the forest's level (steps/level.py)."""
+        self._constant_leaves("level")
+        leaves = self.forest.leaves()
+        return int(leaves.sum()), float((self.forest.floats[:, :, VALUE][leaves] - self.prior.mu0).sum())
+
+    def shift_level(self, d: float) -> None:
+        """Add ``d / m`` to every leaf of every tree, so that the fit moves by ``d`` at every row."""
+        self._constant_leaves("shift_level")
+        leaves = self.forest.leaves()
+        self.forest.floats[:, :, VALUE][leaves] += d / self.m
+
+    def _constant_leaves(self, what: str) -> None:
+        if self.basis is not None:
+            raise ValueError(f"Chain.{what}: this chain's leaves hold coefficients on a basis, not one value")
+
     def coefficients(self, out: np.ndarray) -> None:
         """A basis chain's coefficients at the training rows into ``out`` (d, n): the sum over the trees of each
         row's leaf's coefficient vector (so :meth:`fit` is ``sum_j basis[:, j] * out[j]``, up to rounding, for a fixed

@@ -72,6 +72,11 @@ class Forest:
         """The arrays as the record the kernels take (views: kernels change the forest in place)."""
         return ForestArrays(self.ints, self.floats, self.perm, self.n_nodes)
 
+    def leaves(self) -> np.ndarray:
+        """``(m, capacity)`` mask of the node slots that are leaves in use."""
+        used = np.arange(self.capacity)[None, :] < self.n_nodes[:, None]
+        return used & (self.ints[:, :, VAR] == -1)
+
     def grow_capacity(self, at_least: int) -> None:
         """Double the node capacity of every tree until it holds ``at_least`` nodes."""
         m, cap, _ = self.ints.shape

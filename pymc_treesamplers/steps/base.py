@@ -32,6 +32,7 @@ from ..model.covariates import as_data_array, split_directions
 from ..routes.likelihood import OutputView, working_model
 from ..routes.reading import BasisView
 from .cpu import CPUSweeper
+from .level import LevelShift
 from .options import TreeStepOptions
 from .output import Output, SweepFailed
 from .scale_in_sweep import ScaleInSweep
@@ -77,6 +78,9 @@ class BaseTreeStep(ArrayStepShared):
         self.columns = split_columns(X, op.max_bins, op.split_points, op.categorical)
         self.dirs = self._monotone_dirs(op)
         self.var_name = rv.name
+        self.value_name = value_var.name
+        # a LevelShift (steps/level.py) run after each sweep: set by pymc_treesamplers.bambi for group intercepts
+        self.level: LevelShift | None = None
         self.thr_table = self.columns.threshold_table()
         self.m = op.m
         self.n, self.p = X.shape
@@ -330,6 +334,14 @@ class BaseTreeStep(ArrayStepShared):
                 "matches the trees. Let one pymc_treesamplers step own each BART variable (no other step, no manual "
                 "edits of the point); to resume a chain, restore the step's sampling_state together with the point."
             )
+
+    def step(self, point: dict) -> tuple[dict, list[dict[str, Any]]]:
+        """PyMC's step (the sweep, :meth:`astep`), then the level shift when one is set: it moves the BART value
+        and a group term's value together, along the line the likelihood cannot see."""
+        point, stats = super().step(point)
+        if getattr(self, "level", None) is not None:
+            point = self.level.shift(self, point, self.rng)
+        return point, stats
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         self._check_value(q0.data[: self.f.size])
