@@ -25,6 +25,7 @@ API = {
                    "pymc_treesamplers.PGBARTStep", "pymc_treesamplers.CTBirthDeathStep",
                    "pymc_treesamplers.NormalScaleGibbs", "pymc_treesamplers.PGBART",
                    "pymc_treesamplers.steps.options.TreeStepOptions"],
+    "BART in a bambi formula": ["pymc_treesamplers.bambi.Model", "pymc_treesamplers.bambi.bart"],
     "Methods that cannot sample trees": ["pymc_treesamplers.model.callers.UnsupportedMethodError"],
     "Predictions": ["pymc_treesamplers.predict", "pymc_treesamplers.sample_posterior_predictive",
                     "pymc_treesamplers.load_zarr"],

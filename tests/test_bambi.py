@@ -217,3 +217,18 @@ def test_group_intercepts_and_the_forest_agree():
     post = idata.posterior
     assert float(az.rhat(post["Intercept"])) < 1.05 and float(az.ess(post["Intercept"])) > 300
     assert float(az.ess(post["1|g"].sel({"g__factor_dim": "a"}))) > 300
+    # the stored forests are the shifted ones: the trace's forest values and its predictions agree
+    assert np.allclose(pmt.predict(idata, df[["x1", "x2"]], model.forest.name),
+                       post[model.forest.name].transpose("chain", "draw", "__bart_obs__").values)
+
+
+def test_level_shift_option():
+    df = frame(40)
+    with pytest.raises(ValueError, match="no group intercepts"):
+        pmb.Model("y ~ bart(x1, m=10) + z", df).fit(draws=5, tune=5, chains=1, level_shift=True)
+    # a tree step it cannot move (line leaves): a warning by default, an error when asked for
+    model = pmb.Model("y ~ bart(x1, m=10, response='linear') + (1|g)", df)
+    with pytest.raises(ValueError, match="level_shift=True: .*line leaves"):
+        model.fit(draws=5, tune=5, chains=1, level_shift=True)
+    with pytest.warns(UserWarning, match="no level shift"):
+        model.fit(draws=5, tune=5, chains=1, progressbar=False)

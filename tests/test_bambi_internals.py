@@ -100,8 +100,12 @@ def test_component_class_and_predict_methods(frame):
 
 def test_group_specific_terms_expose_intercepts(frame):
     """The component's group_specific_terms: bambi's terms, whose formulae term's expr is an Intercept for (1|g);
-    their alias/name and prior."""
+    their alias/name, prior and hyperprior_alias (the sigma variable's name after set_alias)."""
     model = bmb.Model("y ~ z + (1|g) + (z|g)", frame)
     found = internals.intercept_groups(model.parameters["mu"])
-    assert [label for label, _ in found] == ["1|g"]
+    assert [(label, sigma) for label, _, sigma in found] == [("1|g", "1|g_sigma")]
     assert found[0][1].name == "Normal"
+    model.set_alias({"1|g": "group", "sigma": "tau"})
+    model.build()
+    (label, _, sigma), = internals.intercept_groups(model.parameters["mu"])
+    assert sigma in model.backend.model.named_vars and label == "group"

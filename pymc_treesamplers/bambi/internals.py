@@ -19,8 +19,8 @@ there, by name, rather than in a fit.
   component, whose class :func:`adopt_component` swaps for one that adds the forest's values to the linear
   predictor bambi predicts with;
 * the component's ``group_specific_terms`` (bambi's terms, ``.term`` formulae's, whose ``expr`` is an
-  ``Intercept`` for ``(1|g)``), their ``prior`` and ``alias``/``name``: the group intercepts whose mean shares the
-  forest's level (:func:`intercept_groups`);
+  ``Intercept`` for ``(1|g)``), their ``prior``, ``alias``/``name`` and ``hyperprior_alias``: the group
+  intercepts whose mean shares the forest's level (:func:`intercept_groups`);
 * the intercept term's ``prior`` attribute, given a ``bmb.Prior(dist=...)`` (public) that records the forest's
   mean instead of a free intercept.
 """
@@ -152,11 +152,13 @@ def adopt_component(component: DistributionalComponent, cls: type) -> None:
 
 
 
-def intercept_groups(component) -> list[tuple[str, object]]:
-    """``(label, prior)`` of each group-intercept term ``(1|g)`` of bambi's component: the label its PyMC variables
-    are named by (``label``, ``label_offset``, ``label_sigma``)."""
+def intercept_groups(component) -> list[tuple[str, object, str]]:
+    """``(label, prior, sigma)`` of each group-intercept term ``(1|g)`` of bambi's component: the label its PyMC
+    variables are named by (``label``, ``label_offset``) and the name of its ``sigma`` hyperprior's variable
+    (``label_sigma``, or the alias bambi's ``set_alias`` gave it: the term's ``hyperprior_alias``)."""
     out = []
     for term in component.group_specific_terms.values():
         if isinstance(term.term.expr, Intercept):
-            out.append((term.alias or term.name, term.prior))
+            label = term.alias or term.name
+            out.append((label, term.prior, f"{label}_{term.hyperprior_alias.get('sigma', 'sigma')}"))
     return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import warnings
 from dataclasses import dataclass
 
 import bambi as bmb
@@ -266,14 +267,16 @@ class Model(bmb.Model):
         component._pmt_forest = forest
         self.forest = forest
 
-    def fit(self, draws=1000, tune=1000, *args, inference_method="pymc", tree_step=None, level_shift=True,
-            **kwargs):
+    def fit(self, draws=1000, tune=1000, *args, inference_method="pymc", tree_step=None,
+            level_shift: bool | None = None, **kwargs):
         """bambi's ``fit``, sampling the forest's trees with the default tree step (or ``tree_step``, a tree step
         class such as :class:`pymc_treesamplers.PGBARTStep`) and every other parameter by PyMC's assignment.
 
-        ``level_shift``: with group intercepts ``(1|g)`` (Normal, mean 0), the tree step also draws, after each
-        sweep, the split of the level between the forest and the group intercepts exactly (steps/level.py), which
-        the sweep and NUTS alone move by a random walk; ``False`` leaves it out.
+        ``level_shift``: with group intercepts ``(1|g)`` (bambi's Normal, mean 0, with a sigma hyperprior), the tree
+        step also draws, after each sweep, the split of the level between the forest and the group intercepts
+        exactly (:mod:`pymc_treesamplers.steps.level`), which the sweep and NUTS alone move by a random walk.
+        ``None`` (default): wherever it applies, with a warning where it cannot (a tree step with line leaves or on
+        the GPU, a model with potentials); ``True``: required (raises where it cannot); ``False``: left out.
 
         ``inference_method`` must be ``"pymc"``: nutpie, numpyro and blackjax run an external NUTS and vi and
         laplace a continuous approximation, none of which can sample trees; each raises, naming the forest.
@@ -289,38 +292,56 @@ class Model(bmb.Model):
                 "steps and the other parameters with NUTS")
         if not self.built:
             self.build()
-        groups = self._level_groups() if level_shift else []
+        groups = [] if level_shift is False else self._level_groups()
         if tree_step is not None or groups:
             model = self.backend.model
             with model:
                 step = (tree_step or CGMStep)(vars=[model[self.forest.name]])
             if groups:
-                step.level = LevelShift(groups)
-                step.level.check(step)
+                why = self._level_refused(step)
+                if why is None:
+                    step.level = LevelShift(groups)
+                elif level_shift:
+                    raise ValueError(f"level_shift=True: {why}")
+                else:
+                    warnings.warn(f"no level shift for the group intercepts ({why}): their mean and the forest's "
+                                  "level may mix slowly (docs/bambi.md)", stacklevel=2)
             given = kwargs.pop("step", None)
             kwargs["step"] = [step] + (list(given) if isinstance(given, (list, tuple)) else
                                        [] if given is None else [given])
+        elif level_shift:
+            raise ValueError("level_shift=True: the formula has no group intercepts (1|g) with a Normal(0, sigma) "
+                             "prior for it to move")
         return super().fit(draws, tune, *args, inference_method=inference_method, **kwargs)
+
+    def _level_refused(self, step) -> str | None:
+        """Why the level shift cannot run with ``step`` in this model, or None."""
+        if self.backend.model.potentials:
+            return "the model has potentials, which may depend on the forest or the group intercepts"
+        try:
+            LevelShift([]).check(step)
+        except ValueError as err:
+            return str(err)
+        return None
 
     def _level_groups(self) -> list[GroupLevel]:
         """The group intercepts whose mean shares the forest's level, as the level shift moves them: bambi's
-        Normal(0, sigma) ones, non-centred (``label_offset``) or centred."""
+        Normal(0, sigma) ones with a sigma hyperprior, non-centred (``label_offset ~ N(0, 1)``) or centred."""
         model = self.backend.model
         groups = []
-        for label, prior in internals.intercept_groups(self.parameters[self.family.likelihood.parent]):
-            if getattr(prior, "name", None) != "Normal" or prior.args.get("mu", 0) != 0:
+        for label, prior, sigma_name in internals.intercept_groups(self.parameters[self.family.likelihood.parent]):
+            args = getattr(prior, "args", {})
+            mu = args.get("mu", 0)
+            if (getattr(prior, "name", None) != "Normal" or np.ndim(mu) != 0 or mu != 0
+                    or not isinstance(args.get("sigma"), bmb.Prior) or sigma_name not in model.named_vars):
                 continue
-            sigma = model.named_vars.get(f"{label}_sigma")
-            if sigma is None:
-                scale = float(prior.args["sigma"])
-            else:
-                # the scale at the point's (transformed) values: compiled on the RV itself it would be a new draw
-                value = model.replace_rvs_by_values([sigma])[0]
-                scale = model.compile_fn(value, inputs=model.value_vars, on_unused_input="ignore", point_fn=True)
             noncentred = f"{label}_offset" in model.named_vars
             rv = model[f"{label}_offset" if noncentred else label]
             if rv not in model.free_RVs:
                 continue
+            # the scale at the point's (transformed) values: compiled on the RV itself it would be a new draw
+            value = model.replace_rvs_by_values([model[sigma_name]])[0]
+            scale = model.compile_fn(value, inputs=model.value_vars, on_unused_input="ignore", point_fn=True)
             groups.append(GroupLevel(model.rvs_to_values[rv].name, scale, noncentred))
         return groups
 

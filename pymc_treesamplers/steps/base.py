@@ -341,6 +341,8 @@ class BaseTreeStep(ArrayStepShared):
         point, stats = super().step(point)
         if getattr(self, "level", None) is not None:
             point = self.level.shift(self, point, self.rng)
+            # the draw's stored forest is the shifted one, which the point's BART value is the fit of
+            stats[0][self._stat_names["forest"]] = self.sweeper.encode(self)
         return point, stats
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:

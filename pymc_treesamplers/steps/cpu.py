@@ -53,5 +53,9 @@ class CPUSweeper:
                 split_counts += one.split_counts
             update_split_weights(step.rng, step.split_weights, step.data, [c.forest.arrays() for c in chains],
                                  split_counts, chains[0].workspace.tree.order)
-        forest = ",".join(c.encode(step.thr_table, step.columns.trace_var, step.p) for c in chains)
-        return Draw(outputs, forest)
+        return Draw(outputs, self.encode(step))
+
+    @staticmethod
+    def encode(step: SweptStep) -> str:
+        """The step's forests in the stored format, its outputs' comma-separated."""
+        return ",".join(out.chain.encode(step.thr_table, step.columns.trace_var, step.p) for out in step.outputs)

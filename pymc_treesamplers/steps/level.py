@@ -87,8 +87,8 @@ class LevelShift:
             leaves, excess = chain.level()
             d = level_draw(rng, leaves, excess, chain.m, chain.prior.s2, u, a, s)
             chain.shift_level(d)
-            step.f += d
             point[group.name] = (u - d / a).astype(np.asarray(point[group.name]).dtype)
+        step.outputs[0].refresh(step.f[0], step.threads)  # the shifted trees' own sum: F + d, to rounding
         point[step.value_name] = step.f.reshape(np.shape(point[step.value_name])).astype(
             np.asarray(point[step.value_name]).dtype)
         return point
