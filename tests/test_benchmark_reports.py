@@ -29,6 +29,7 @@ REPORTS = [
     "lines-quick",
     "mechanisms",
     "mixing",
+    "bambi",
     "monotone",
     "monotone-quick",
     "persistence",
